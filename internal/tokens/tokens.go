@@ -1,0 +1,98 @@
+// Package tokens counts tokens the way Azure OpenAI bills them, offline, with
+// the tokenizers embedded in github.com/tiktoken-go/tokenizer. The server uses
+// it to fit prompts before they are sent and the simulator uses the same code
+// to answer usage, rate limits and context_length_exceeded, so the two agree.
+package tokens
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Per-message overheads of the chat format (OpenAI cookbook, "How to count
+// tokens with tiktoken", for gpt-3.5-turbo-0613 and later, gpt-4 and gpt-4o):
+// every message costs 3 tokens of framing plus its role and content, and every
+// reply is primed with 3 more.
+const (
+	perMessage = 3
+	perReply   = 3
+)
+
+// Message is one chat turn as it is counted: a role and its text.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Counter counts tokens with one encoding. A Counter is safe for concurrent
+// use. The zero value is not usable; call New or ForModel.
+type Counter struct {
+	codec tokenizer.Codec
+}
+
+// New returns a Counter for an encoding name: "o200k_base" or "cl100k_base".
+func New(encoding string) (*Counter, error) {
+	switch tokenizer.Encoding(encoding) {
+	case tokenizer.O200kBase, tokenizer.Cl100kBase:
+	default:
+		return nil, fmt.Errorf("tokens: unsupported encoding %q (want o200k_base or cl100k_base)", encoding)
+	}
+	c, err := tokenizer.Get(tokenizer.Encoding(encoding))
+	if err != nil {
+		return nil, fmt.Errorf("tokens: load %s: %w", encoding, err)
+	}
+	return &Counter{codec: c}, nil
+}
+
+// EncodingForModel names the encoding a model (or deployment name that
+// starts with a model name) uses: cl100k_base for gpt-4 and gpt-3.5/35 turbo
+// (but not gpt-4o or gpt-4.1), o200k_base for everything newer and for names
+// it does not know.
+func EncodingForModel(model string) string {
+	m := strings.ToLower(model)
+	switch {
+	case strings.HasPrefix(m, "gpt-4o"), strings.HasPrefix(m, "gpt-4.1"), strings.HasPrefix(m, "gpt-4.5"):
+		return string(tokenizer.O200kBase)
+	case strings.HasPrefix(m, "gpt-4"), strings.HasPrefix(m, "gpt-35"), strings.HasPrefix(m, "gpt-3.5"):
+		return string(tokenizer.Cl100kBase)
+	default:
+		return string(tokenizer.O200kBase)
+	}
+}
+
+// ForModel returns a Counter with the encoding EncodingForModel picks.
+func ForModel(model string) (*Counter, error) {
+	return New(EncodingForModel(model))
+}
+
+// Encoding returns the name of the Counter's encoding.
+func (c *Counter) Encoding() string { return c.codec.GetName() }
+
+// Text returns the number of tokens in s. Invalid UTF-8 is counted as the
+// bytes it is (the tokenizer is byte-level), so it never fails.
+func (c *Counter) Text(s string) int {
+	n, err := c.codec.Count(s)
+	if err != nil {
+		// Only ErrorModeStrict returns errors; the default mode does not.
+		return len(s)
+	}
+	return n
+}
+
+// Message returns the tokens one message adds to a prompt, framing included.
+func (c *Counter) Message(m Message) int {
+	return perMessage + c.Text(m.Role) + c.Text(m.Content)
+}
+
+// Prompt returns the prompt tokens of a whole chat request: every message
+// plus the reply priming. It equals Azure OpenAI's usage.prompt_tokens for
+// plain text messages.
+func (c *Counter) Prompt(msgs []Message) int {
+	n := perReply
+	for _, m := range msgs {
+		n += c.Message(m)
+	}
+	return n
+}

@@ -1,0 +1,58 @@
+package tokens_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// The recorded exchange in shared/fixtures/aoai/chat_200_success_apikey.json
+// (gpt-4-0613) reports usage.prompt_tokens = 42 for this one user message.
+const fixturePrompt = "Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."
+
+func TestPromptMatchesRecordedUsage(t *testing.T) {
+	c, err := tokens.ForModel("gpt-4-0613")
+	require.NoError(t, err)
+	assert.Equal(t, "cl100k_base", c.Encoding())
+	assert.Equal(t, 42, c.Prompt([]tokens.Message{{Role: "user", Content: fixturePrompt}}))
+}
+
+func TestEncodingForModel(t *testing.T) {
+	tests := []struct{ model, want string }{
+		{"gpt-4", "cl100k_base"},
+		{"gpt-4-0613", "cl100k_base"},
+		{"gpt-35-turbo", "cl100k_base"},
+		{"gpt-4o", "o200k_base"},
+		{"gpt-4o-mini", "o200k_base"},
+		{"gpt-4.1-nano", "o200k_base"},
+		{"gpt-5", "o200k_base"},
+		{"my-deployment", "o200k_base"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tokens.EncodingForModel(tt.model), tt.model)
+	}
+}
+
+func TestNewRefusesUnknownEncoding(t *testing.T) {
+	_, err := tokens.New("p50k_base")
+	assert.Error(t, err)
+}
+
+func BenchmarkText(b *testing.B) {
+	c, err := tokens.New("o200k_base")
+	require.NoError(b, err)
+	text := ""
+	for range 200 {
+		text += fixturePrompt + " "
+	}
+	n := c.Text(text)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		c.Text(text)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
