@@ -4,8 +4,8 @@
 // same status after a long wait is a timeout, and retrying it multiplies both
 // the wait and the bill. The server uses this package for its own upstream
 // retries, the CLI for its calls to a Function App, and the TypeScript client
-// implements the same rule against the same test vectors
-// (testdata/retry-vectors.json at the repository root).
+// (client/) implements the same rule against the same test vectors
+// (testdata/vectors.json in this package's folder).
 package retry
 
 import (
@@ -160,19 +160,19 @@ func (p Policy) backoff(n int) time.Duration {
 // ServerWait reads the wait a response asks for: retry-after-ms (Azure
 // OpenAI, milliseconds, may be fractional) first, then Retry-After in
 // seconds or as an HTTP date (RFC 9110 section 10.2.3) relative to now (zero:
-// time.Now()). It reports false when neither is present and valid. Negative
-// waits count as zero.
+// time.Now()). Numbers are plain decimals (digits, one optional point, an
+// optional sign and exponent); anything else, hexadecimal, "Inf" or "NaN"
+// included, counts as absent. It reports false when neither header is present
+// and valid. Negative waits count as zero.
 func ServerWait(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(ms) && !math.IsInf(ms, 0) {
-			return clampDuration(ms * float64(time.Millisecond)), true
-		}
+	if ms, ok := parseDecimal(h.Get("retry-after-ms")); ok {
+		return clampDuration(ms * float64(time.Millisecond)), true
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(s) && !math.IsInf(s, 0) {
+	if s, ok := parseDecimal(v); ok {
 		return clampDuration(s * float64(time.Second)), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
@@ -182,6 +182,32 @@ func ServerWait(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// parseDecimal parses a plain decimal number. It is stricter than
+// strconv.ParseFloat (no hexadecimal, no underscores, no Inf or NaN) so that
+// the TypeScript client, which has no ParseFloat, reads headers the same way.
+func parseDecimal(v string) (float64, bool) {
+	v = strings.TrimSpace(v)
+	digits := 0
+	for i, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' || c == 'e' || c == 'E':
+		case (c == '+' || c == '-') && (i == 0 || v[i-1] == 'e' || v[i-1] == 'E'):
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
 }
 
 func clampDuration(f float64) time.Duration {
