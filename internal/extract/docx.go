@@ -1,0 +1,189 @@
+package extract
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// The WordprocessingML namespace (ECMA-376 part 1, 17) and the relationship
+// type of the main document part.
+const (
+	nsW            = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+	relOfficeDoc   = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+	relStrictOffic = "http://purl.oclc.org/ooxml/officeDocument/relationships/officeDocument"
+)
+
+// docx extracts the paragraphs of the main document part. Only the parts it
+// reads are decompressed (images are never touched), through a reader that
+// fails past MaxExpandedBytes, whatever the zip directory claims.
+func (x *extractor) docx(ctx context.Context, data []byte, out *sink) error {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return fmt.Errorf("%w: not a zip archive: %v", ErrUnreadable, err)
+	}
+	if len(zr.File) > x.lim.MaxEntries {
+		return fmt.Errorf("%w: %d zip entries, more than %d", ErrUnreadable, len(zr.File), x.lim.MaxEntries)
+	}
+	files := make(map[string]*zip.File, len(zr.File))
+	for _, f := range zr.File {
+		files[f.Name] = f
+	}
+	budget := x.lim.MaxExpandedBytes
+	main := "word/document.xml"
+	if rels, ok := files["_rels/.rels"]; ok {
+		target, err := x.mainPart(ctx, rels, &budget)
+		if err != nil {
+			return err
+		}
+		if target != "" {
+			main = target
+		}
+	}
+	doc, ok := files[main]
+	if !ok {
+		return fmt.Errorf("%w: no main document part (%s) in the zip", ErrUnreadable, main)
+	}
+	return x.readPart(ctx, doc, &budget, func(d *xml.Decoder) error { return x.paragraphs(ctx, d, out) })
+}
+
+// mainPart reads the package relationships for the officeDocument target.
+func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64) (string, error) {
+	var target string
+	err := x.readPart(ctx, rels, budget, func(d *xml.Decoder) error {
+		depth := 0
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			switch t := tok.(type) {
+			case xml.StartElement:
+				if depth++; depth > x.lim.MaxDepth {
+					return fmt.Errorf("%w: XML nested deeper than %d", ErrUnreadable, x.lim.MaxDepth)
+				}
+				if t.Name.Local != "Relationship" {
+					continue
+				}
+				var typ, tgt string
+				for _, a := range t.Attr {
+					switch a.Name.Local {
+					case "Type":
+						typ = a.Value
+					case "Target":
+						tgt = a.Value
+					}
+				}
+				if typ == relOfficeDoc || typ == relStrictOffic {
+					target = strings.TrimPrefix(path.Clean("/"+tgt), "/")
+				}
+			case xml.EndElement:
+				depth--
+			}
+		}
+	})
+	return target, err
+}
+
+// readPart decompresses one zip entry through a capped reader and hands an
+// XML decoder over it to parse.
+func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, parse func(*xml.Decoder) error) error {
+	if f.UncompressedSize64 > uint64(*budget) {
+		return fmt.Errorf("%w: %s declares %d bytes, over the %d-byte limit", ErrUnreadable, f.Name, f.UncompressedSize64, x.lim.MaxExpandedBytes)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreadable, f.Name, err)
+	}
+	defer rc.Close()
+	d := xml.NewDecoder(&cappedReader{r: rc, left: budget, max: x.lim.MaxExpandedBytes})
+	if err := parse(d); err != nil {
+		if errors.Is(err, ErrUnreadable) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %v", ErrUnreadable, f.Name, err)
+	}
+	return nil
+}
+
+// paragraphs writes the text runs of a WordprocessingML body: w:t text, a
+// tab for w:tab, a line break for w:br and w:cr, and a newline after each
+// w:p. It checks ctx every 1024 tokens and refuses nesting over MaxDepth.
+func (x *extractor) paragraphs(ctx context.Context, d *xml.Decoder, out *sink) error {
+	depth, inText, tokens := 0, false, 0
+	for !out.full() {
+		if tokens++; tokens%1024 == 0 {
+			if err := x.check(ctx); err != nil {
+				return err
+			}
+		}
+		tok, err := d.RawToken()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if depth++; depth > x.lim.MaxDepth {
+				return fmt.Errorf("%w: XML nested deeper than %d", ErrUnreadable, x.lim.MaxDepth)
+			}
+			switch t.Name.Local {
+			case "t":
+				inText = true
+			case "tab":
+				out.WriteString("\t")
+			case "br", "cr":
+				out.WriteString("\n")
+			}
+		case xml.EndElement:
+			depth--
+			switch t.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				out.WriteString("\n")
+			}
+		case xml.CharData:
+			if inText {
+				out.WriteString(string(t))
+			}
+		}
+	}
+	return nil
+}
+
+// cappedReader counts bytes against a shared budget and fails once it is
+// spent, so a zip entry that lies about its size still stops at the limit.
+type cappedReader struct {
+	r    io.Reader
+	left *int64
+	max  int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if *c.left <= 0 {
+		// At the limit exactly: fine if the entry ends here.
+		var one [1]byte
+		if n, err := c.r.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %w: more than %d bytes decompressed", ErrUnreadable, errTooBig, c.max)
+	}
+	if int64(len(p)) > *c.left {
+		p = p[:*c.left]
+	}
+	n, err := c.r.Read(p)
+	*c.left -= int64(n)
+	return n, err
+}

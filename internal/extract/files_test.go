@@ -1,0 +1,127 @@
+package extract
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-pdf/fpdf"
+	"github.com/stretchr/testify/require"
+)
+
+// Builders of small real documents, made in the test so their origin is
+// plain: fpdf writes PDFs, archive/zip writes DOCX packages.
+
+// makePDF writes a PDF with one page per entry of pages, each line of a
+// page a text line in Helvetica.
+func makePDF(tb testing.TB, compress bool, pages ...[]string) []byte {
+	tb.Helper()
+	p := fpdf.New("P", "mm", "A4", "")
+	p.SetCompression(compress)
+	p.SetFont("Helvetica", "", 10)
+	for _, lines := range pages {
+		p.AddPage()
+		for _, l := range lines {
+			p.Cell(0, 4, l)
+			p.Ln(4)
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(tb, p.Output(&buf))
+	return buf.Bytes()
+}
+
+const contentTypesXML = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`
+
+const relsXML = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`
+
+// documentXML wraps paragraphs in a WordprocessingML body, each paragraph
+// one run of text.
+func documentXML(paragraphs ...string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`)
+	for _, p := range paragraphs {
+		fmt.Fprintf(&b, `<w:p><w:r><w:t xml:space="preserve">%s</w:t></w:r></w:p>`, p)
+	}
+	b.WriteString(`<w:sectPr/></w:body></w:document>`)
+	return b.String()
+}
+
+// zipEntry is one file of a zip built by makeZip.
+type zipEntry struct {
+	name string
+	data []byte
+	// store writes the entry uncompressed.
+	store bool
+}
+
+func makeZip(tb testing.TB, entries ...zipEntry) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		method := zip.Deflate
+		if e.store {
+			method = zip.Store
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: method})
+		require.NoError(tb, err)
+		_, err = w.Write(e.data)
+		require.NoError(tb, err)
+	}
+	require.NoError(tb, zw.Close())
+	return buf.Bytes()
+}
+
+// makeDOCX builds a minimal valid DOCX package around a document part.
+func makeDOCX(tb testing.TB, document string, store bool) []byte {
+	tb.Helper()
+	return makeZip(tb,
+		zipEntry{name: "[Content_Types].xml", data: []byte(contentTypesXML)},
+		zipEntry{name: "_rels/.rels", data: []byte(relsXML)},
+		zipEntry{name: "word/document.xml", data: []byte(document), store: store},
+	)
+}
+
+// articleHTML is a page with navigation clutter around an article, as a
+// news site serves it.
+const articleHTML = `<!DOCTYPE html>
+<html><head><title>Deadlines for large requests</title></head>
+<body>
+<nav><a href="/">Home</a> <a href="/about">About</a> <a href="/login">Sign in</a></nav>
+<div class="sidebar ad">Buy our product now! Limited offer.</div>
+<article>
+<h1>Deadlines for large requests</h1>
+<p>Large requests are the ones that fail slowly: long documents, many retrieved sources, and pages fetched on the way. Each step gets its own deadline so that the server answers before the caller gives up.</p>
+<p>A gateway that times out after two hundred and thirty seconds answers with a 502, and clients that retry a 502 multiply a slow failure by three. The budget answers 500 instead, which clients do not retry, and explains why.</p>
+<p>Documents are extracted under caps: decompressed bytes, zip entries, pages and nesting depth. A hostile file fails fast with a clear error instead of a crash or a hang.</p>
+</article>
+<footer>Copyright 2026. Cookie settings. Privacy.</footer>
+</body></html>`
+
+// lieAboutSize rewrites the uncompressed size of one entry in the zip's
+// central directory, which is what readers trust.
+func lieAboutSize(tb testing.TB, data []byte, name string, size uint32) []byte {
+	tb.Helper()
+	out := bytes.Clone(data)
+	sig := []byte("PK\x01\x02")
+	for i := bytes.Index(out, sig); i >= 0; {
+		nameLen := int(out[i+28]) | int(out[i+29])<<8
+		if string(out[i+46:i+46+nameLen]) == name {
+			out[i+24], out[i+25], out[i+26], out[i+27] = byte(size), byte(size>>8), byte(size>>16), byte(size>>24)
+			return out
+		}
+		j := bytes.Index(out[i+4:], sig)
+		if j < 0 {
+			break
+		}
+		i += 4 + j
+	}
+	tb.Fatalf("entry %s not found", name)
+	return nil
+}
