@@ -1,0 +1,56 @@
+# timebox: see README.md. Every target is phony; one line per recipe.
+BINARY := handler
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+.PHONY: run test test-go test-client test-e2e lint fmt build bench sim start package clean
+
+# run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
+run:
+	bash scripts/run.sh
+
+# test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests).
+test: lint test-go test-client test-e2e
+
+# test-go: the Go tests, race detector on, shuffled.
+test-go:
+	go test -race -shuffle=on -count=1 ./...
+
+# test-client: the TypeScript client's tests (node:test).
+test-client:
+	bash scripts/test-client.sh
+
+# test-e2e: the browser tests (Debian chromium + playwright-core) against the real handler and simulator.
+test-e2e:
+	bash scripts/test-e2e.sh
+
+# lint: go vet, a formatting check and staticcheck.
+lint:
+	go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go'))" && go run $(STATICCHECK) ./...
+
+# fmt: format the Go code.
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# build: the linux/amd64 handler binary, named as host.json names it, at the repo root.
+build:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BINARY) ./cmd/handler
+
+# bench: every benchmark with allocation counts.
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+# sim: the Azure OpenAI simulator alone on 127.0.0.1:8081 (api-key sim-key).
+sim:
+	go run ./cmd/aoaisim -addr 127.0.0.1:8081 -api-key sim-key
+
+# start: the real Functions host (Azure Functions Core Tools 4.x) over the built handler; needs local.settings.json.
+start: build
+	func start
+
+# package: the zip to deploy (host.json, the function folder, the handler binary).
+package: build
+	rm -f timebox.zip && zip -r timebox.zip host.json proxy/function.json $(BINARY)
+
+# clean: remove what the build made.
+clean:
+	rm -rf $(BINARY) timebox.zip bin client/dist

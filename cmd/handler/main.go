@@ -1,0 +1,22 @@
+// Command handler is timebox's Azure Functions custom handler: an HTTP
+// server on FUNCTIONS_CUSTOMHANDLER_PORT that answers every request within
+// its budget. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

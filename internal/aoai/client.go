@@ -1,0 +1,284 @@
+// Package aoai is timebox's Azure OpenAI chat completions client, built on
+// the azcore pipeline (the same family as azidentity): a bearer-token policy
+// with cached tokens over an azidentity credential, or an api-key policy;
+// azcore's own retries switched off so that the only retries are this
+// package's, which follow the fast-failure rule of package retry; and every
+// failure classified here, once, into an *Error with a Kind.
+package aoai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/retry"
+)
+
+// Scope is the Entra ID scope of Azure OpenAI (Cognitive Services).
+const Scope = "https://cognitiveservices.azure.com/.default"
+
+// maxResponseBytes bounds how much of an upstream answer is read.
+const maxResponseBytes = 8 << 20
+
+// Options configure a Client.
+type Options struct {
+	// Endpoint is the resource URL, e.g. https://contoso.openai.azure.com.
+	Endpoint *url.URL
+	// Deployment is the model deployment name.
+	Deployment string
+	// APIVersion selects the deployments path with this api-version; empty
+	// selects the v1 path (/openai/v1/chat/completions, deployment in model).
+	APIVersion string
+	// APIKey selects api-key auth; when empty Credential is used.
+	APIKey string
+	// Credential is the Entra ID credential used when APIKey is empty.
+	Credential azcore.TokenCredential
+	// Transport sends the requests; nil means azcore's default HTTP client.
+	Transport policy.Transporter
+	// FastFailure is the threshold at or above which a failed attempt is a
+	// timeout (KindSlowFailure) and is never retried. 0 means 30 s.
+	FastFailure time.Duration
+	// MaxAttempts caps attempts at a throttled call whose wait fits the
+	// time left. 0 means 2.
+	MaxAttempts int
+}
+
+// Message is one chat message sent upstream.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one chat completion. MaxTokens is always sent (as
+// max_completion_tokens to reasoning-model deployments, max_tokens to the
+// rest); RequestID is sent as x-ms-client-request-id for correlation.
+type Request struct {
+	Messages  []Message
+	MaxTokens int
+	RequestID string
+}
+
+// Usage is the token accounting Azure OpenAI reports.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Response is a completed chat.
+type Response struct {
+	Content      string
+	FinishReason string
+	Usage        Usage
+	// Attempts is how many upstream attempts were made (1 without retries).
+	Attempts int
+	// Status is the last attempt's HTTP status.
+	Status int
+}
+
+// Client calls chat completions. It is safe for concurrent use.
+type Client struct {
+	pl          runtime.Pipeline
+	url         string
+	deployment  string
+	v1          bool
+	tokenField  string
+	fastFailure time.Duration
+	maxAttempts int
+}
+
+// New builds a Client. It fails when neither an API key nor a credential is
+// given, or the endpoint is missing.
+func New(o Options) (*Client, error) {
+	if o.Endpoint == nil || o.Deployment == "" {
+		return nil, errors.New("aoai: endpoint and deployment are required")
+	}
+	// Credentials over http are refused by azcore unless allowed; allow them
+	// only for a loopback endpoint (the simulator), as config also insists.
+	insecure := o.Endpoint.Scheme == "http"
+	var auth policy.Policy
+	switch {
+	case o.APIKey != "":
+		auth = runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key",
+			&runtime.KeyCredentialPolicyOptions{InsecureAllowCredentialWithHTTP: insecure})
+	case o.Credential != nil:
+		auth = runtime.NewBearerTokenPolicy(o.Credential, []string{Scope},
+			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: insecure})
+	default:
+		return nil, errors.New("aoai: an API key or a credential is required")
+	}
+	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
+		&policy.ClientOptions{
+			Transport: o.Transport,
+			// One layer of retries: ours. azcore would otherwise retry 429
+			// and 5xx three times on its own, multiplying slow failures.
+			Retry: policy.RetryOptions{MaxRetries: -1},
+		})
+
+	base := strings.TrimRight(o.Endpoint.String(), "/")
+	u := base + "/openai/v1/chat/completions"
+	if o.APIVersion != "" {
+		u = base + "/openai/deployments/" + url.PathEscape(o.Deployment) + "/chat/completions?api-version=" + url.QueryEscape(o.APIVersion)
+	}
+	return &Client{
+		pl:          pl,
+		url:         u,
+		deployment:  o.Deployment,
+		v1:          o.APIVersion == "",
+		tokenField:  tokenField(o.Deployment),
+		fastFailure: cmp(o.FastFailure, 30*time.Second),
+		maxAttempts: cmp(o.MaxAttempts, 2),
+	}, nil
+}
+
+// tokenField names the token limit a deployment accepts: reasoning models
+// (o1, o3, o4, gpt-5) reject max_tokens and take max_completion_tokens.
+func tokenField(deployment string) string {
+	d := strings.ToLower(deployment)
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(d, p) {
+			return "max_completion_tokens"
+		}
+	}
+	return "max_tokens"
+}
+
+// Complete sends req and returns the answer. Throttled attempts (429) are
+// retried while the wait they ask for fits the time left in ctx and
+// MaxAttempts allows; nothing else is retried here (callers retry fast
+// 5xx). Failures are *Error; when ctx ends the *Error wraps ctx's error.
+func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return Response{}, fmt.Errorf("complete chat: %w", err)
+	}
+	pol := retry.Policy{
+		MaxAttempts: c.maxAttempts,
+		FastFailure: c.fastFailure,
+		Statuses:    []int{http.StatusTooManyRequests},
+	}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		resp, h, err := c.once(ctx, body, req.RequestID)
+		elapsed := time.Since(start)
+		if err == nil {
+			resp.Attempts = attempt
+			return resp, nil
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			return Response{}, err
+		}
+		e.Attempts, e.Elapsed = attempt, elapsed
+		if ctx.Err() != nil {
+			return Response{}, e
+		}
+		if (e.Kind == KindTransient || e.Kind == KindUnavailable || e.Kind == KindThrottled) && elapsed >= c.fastFailure {
+			// A failure that took this long is a timeout, not a hiccup: the
+			// time is spent and so is the money (Azure bills processing).
+			e.Kind = KindSlowFailure
+			return Response{}, e
+		}
+		if e.Kind != KindThrottled {
+			return Response{}, e
+		}
+		// MaxWait is the time left, so a wait that does not fit stops here and
+		// the caller is told when to come back.
+		pol.MaxWait = budget.Remaining(ctx)
+		d := pol.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.Status, Header: h, Remaining: budget.Remaining(ctx)})
+		if !d.Retry {
+			e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
+			return Response{}, e
+		}
+		t := time.NewTimer(d.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.Err = fmt.Errorf("waiting to retry: %w", ctx.Err())
+			return Response{}, e
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) body(req Request) ([]byte, error) {
+	// The deployment travels in the path on the deployments API and in
+	// "model" on the v1 API.
+	m := map[string]any{
+		"messages":   req.Messages,
+		c.tokenField: req.MaxTokens,
+	}
+	if c.v1 {
+		m["model"] = c.deployment
+	}
+	return json.Marshal(m)
+}
+
+// completion is the part of Azure OpenAI's chat.completion that timebox reads.
+type completion struct {
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage Usage `json:"usage"`
+}
+
+// once makes one attempt. It returns the response header for the retry
+// decision; errors are *Error.
+func (c *Client) once(ctx context.Context, body []byte, requestID string) (Response, http.Header, error) {
+	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
+	if err != nil {
+		return Response{}, nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Raw().Header.Set("Accept", "application/json")
+	if requestID != "" {
+		req.Raw().Header.Set("x-ms-client-request-id", requestID)
+	}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
+		return Response{}, nil, fmt.Errorf("set body: %w", err)
+	}
+	resp, err := c.pl.Do(req)
+	if err != nil {
+		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Response{}, resp.Header, classify(resp.StatusCode, resp.Header, data)
+	}
+	var cc completion
+	if len(data) > maxResponseBytes || json.Unmarshal(data, &cc) != nil || len(cc.Choices) == 0 || cc.Choices[0].Message.Content == nil && cc.Choices[0].FinishReason != "content_filter" {
+		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: errBadBody}
+	}
+	out := Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
+	if p := cc.Choices[0].Message.Content; p != nil {
+		out.Content = *p
+	}
+	return out, resp.Header, nil
+}
+
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

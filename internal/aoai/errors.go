@@ -1,0 +1,140 @@
+package aoai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/retry"
+)
+
+// Kind classifies a failed chat completion, decided once at this package's
+// boundary from the status, the headers and the body's error code (never
+// from a whole message string).
+type Kind int
+
+// The kinds of failure.
+const (
+	// KindTransient: a fast 5xx (other than 503), a connection error or a
+	// bad response body. Worth another attempt by the caller.
+	KindTransient Kind = iota + 1
+	// KindUnavailable: a fast 503.
+	KindUnavailable
+	// KindThrottled: a 429 that a later attempt can pass; RetryAfter says when.
+	KindThrottled
+	// KindTooLarge: the request alone exceeds the deployment's rate limit or
+	// the model's context window; no retry can ever pass it.
+	KindTooLarge
+	// KindFiltered: the prompt was rejected by the content filter.
+	KindFiltered
+	// KindMisconfigured: the upstream refused our credentials (401/403) or
+	// the deployment or path does not exist (404).
+	KindMisconfigured
+	// KindSlowFailure: a retryable failure that took at least the
+	// fast-failure threshold; a timeout, never retried.
+	KindSlowFailure
+	// KindRejected: any other 4xx: our request was wrong.
+	KindRejected
+)
+
+var kindNames = map[Kind]string{
+	KindTransient: "transient", KindUnavailable: "unavailable", KindThrottled: "throttled",
+	KindTooLarge: "too_large", KindFiltered: "filtered", KindMisconfigured: "misconfigured",
+	KindSlowFailure: "slow_failure", KindRejected: "rejected",
+}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Error is a failed chat completion. Status is the last attempt's HTTP
+// status (0 for a connection error), Code the upstream error code,
+// RetryAfter the wait the upstream asked for (429), Attempts how many
+// attempts were made and Elapsed how long the last one took.
+type Error struct {
+	Kind       Kind
+	Status     int
+	Code       string
+	RetryAfter time.Duration
+	Attempts   int
+	Elapsed    time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("azure openai: %s (status %d", e.Kind, e.Status)
+	if e.Code != "" {
+		s += ", code " + e.Code
+	}
+	s += fmt.Sprintf(", attempt %d after %s)", e.Attempts, e.Elapsed.Round(time.Millisecond))
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// errBadBody is the cause of a 2xx answer that could not be read.
+var errBadBody = errors.New("malformed response body")
+
+// errorBody is Azure OpenAI's error envelope. code is a string ("429",
+// "content_filter", "DeploymentNotFound") or null; innererror.code names
+// ResponsibleAIPolicyViolation on content filtering.
+type errorBody struct {
+	Error struct {
+		Code       json.RawMessage `json:"code"`
+		Innererror struct {
+			Code string `json:"code"`
+		} `json:"innererror"`
+	} `json:"error"`
+}
+
+func (b errorBody) code() string {
+	var s string
+	if json.Unmarshal(b.Error.Code, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// neverClears is the longest wait a 429 can ask for and still be a quota
+// window: Azure OpenAI's token and request limits are per minute, so a wait
+// beyond one means the request alone exceeds the limit (Azure answers such a
+// request with "retry after 86400 seconds").
+const neverClears = 60 * time.Second
+
+// classify turns one non-2xx answer into an *Error.
+func classify(status int, h http.Header, body []byte) *Error {
+	var eb errorBody
+	_ = json.Unmarshal(body, &eb)
+	e := &Error{Status: status, Code: eb.code()}
+	switch {
+	case status == http.StatusTooManyRequests:
+		wait, ok := retry.ServerWait(h, time.Time{})
+		e.RetryAfter = wait
+		e.Kind = KindThrottled
+		if ok && wait > neverClears {
+			e.Kind = KindTooLarge
+		}
+	case status == http.StatusBadRequest && (e.Code == "content_filter" || eb.Error.Innererror.Code == "ResponsibleAIPolicyViolation"):
+		e.Kind = KindFiltered
+	case status == http.StatusBadRequest && e.Code == "context_length_exceeded":
+		e.Kind = KindTooLarge
+	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusNotFound:
+		e.Kind = KindMisconfigured
+	case status == http.StatusServiceUnavailable:
+		e.Kind = KindUnavailable
+	case status >= 500:
+		e.Kind = KindTransient
+	default:
+		e.Kind = KindRejected
+	}
+	return e
+}

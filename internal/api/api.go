@@ -1,0 +1,54 @@
+// Package api is timebox's HTTP surface: the routes the Functions host
+// proxies to the custom handler, CORS, the per-request budget, one log line
+// per request, and the one table that turns errors into answers.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/cors"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// Completer is the upstream chat call, satisfied by *aoai.Client. Failures
+// are *aoai.Error.
+type Completer interface {
+	Complete(ctx context.Context, req aoai.Request) (aoai.Response, error)
+}
+
+// Deps are what the handler needs. All fields are required except Version.
+type Deps struct {
+	Config  config.Config
+	Logger  *slog.Logger
+	Chat    Completer
+	Tokens  *tokens.Counter
+	Version string
+}
+
+type server struct {
+	Deps
+	cors *cors.Cors
+}
+
+// New returns the whole HTTP handler. Middleware runs outermost first:
+// begin (the budget's first line, request id, log line), the Origin check,
+// CORS, panic recovery, then the routes.
+func New(d Deps) http.Handler {
+	s := &server{Deps: d, cors: newCORS(d.Config.AllowedOrigins)}
+	r := chi.NewRouter()
+	r.NotFound(s.handleNotFound())
+	r.MethodNotAllowed(s.handleMethodNotAllowed())
+	s.routes(r)
+	var h http.Handler = r
+	h = s.recoverPanics(h)
+	h = s.cors.Handler(h)
+	h = s.checkOrigin(h)
+	h = s.begin(h)
+	return h
+}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of a chat request, enforced with 400/413 before any upstream call.
+const (
+	MaxBodyBytes      = 16 << 20 // whole body, documents' base64 included
+	MaxMessages       = 50
+	MaxMessageChars   = 100_000
+	MaxSources        = 50
+	MaxSourceChars    = 100_000
+	MaxSourceTitle    = 500
+	MaxClientTimeout  = 24 * 60 * 60 * 1000 // ms; larger is surely a mistake
+)
+
+// ChatRequest is the body of POST /api/chat.
+type ChatRequest struct {
+	Messages  []ChatMessage `json:"messages"`
+	Sources   []Source      `json:"sources,omitempty"`
+	MaxTokens *int          `json:"maxTokens,omitempty"`
+}
+
+// ChatMessage is one turn: role "user" or "assistant" (the system prompt is
+// the server's).
+type ChatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Source is one retrieved passage.
+type Source struct {
+	Title string `json:"title"`
+	URL   string `json:"url,omitempty"`
+	Text  string `json:"text"`
+}
+
+// decodeChat reads and validates a chat request. The body is read through
+// the size limit first (413 when over), then checked to be UTF-8 (JSON
+// decoding would silently replace bad bytes), then decoded strictly.
+func decodeChat(w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
+	var req ChatRequest
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return req, errMediaType
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return req, &http.MaxBytesError{Limit: MaxBodyBytes}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return req, mbe
+		}
+		return req, invalid("The request body could not be read.")
+	}
+	if err := Decode(body, &req); err != nil {
+		return req, err
+	}
+	return req, req.validate()
+}
+
+// Decode decodes one JSON object from body into v strictly: valid UTF-8,
+// no unknown fields, no trailing data. Errors are *Error (400) naming the
+// problem without echoing the input.
+func Decode(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return invalid("The request body is not valid UTF-8.")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return invalid("The request body is not valid JSON.")
+		case errors.As(err, &te):
+			if te.Field != "" {
+				return invalid("The field %q must be %s.", te.Field, jsonKind(te.Type.Kind().String()))
+			}
+			return invalid("The request body must be a JSON object.")
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			// encoding/json has no typed error for unknown fields; the field
+			// name is the only part of its message we pass on.
+			return invalid("Unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return invalid("The request body is not valid JSON.")
+	}
+	if dec.More() {
+		return invalid("The request body must hold exactly one JSON object.")
+	}
+	return nil
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "int", "int64", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "ptr":
+		return "a number"
+	}
+	return "of another type"
+}
+
+func (req *ChatRequest) validate() error {
+	if len(req.Messages) == 0 {
+		return invalid("Add at least one message.")
+	}
+	if len(req.Messages) > MaxMessages {
+		return invalid("Send at most %d messages.", MaxMessages)
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "user", "assistant":
+		default:
+			return invalid("messages[%d].role must be \"user\" or \"assistant\".", i)
+		}
+		if strings.TrimSpace(m.Content) == "" {
+			return invalid("messages[%d].content is empty.", i)
+		}
+		if utf8.RuneCountInString(m.Content) > MaxMessageChars {
+			return invalid("messages[%d].content is longer than %d characters.", i, MaxMessageChars)
+		}
+	}
+	if req.Messages[len(req.Messages)-1].Role != "user" {
+		return invalid("The last message must be the user's question.")
+	}
+	if len(req.Sources) > MaxSources {
+		return invalid("Send at most %d sources.", MaxSources)
+	}
+	for i, s := range req.Sources {
+		if strings.TrimSpace(s.Text) == "" {
+			return invalid("sources[%d].text is empty.", i)
+		}
+		if utf8.RuneCountInString(s.Text) > MaxSourceChars {
+			return invalid("sources[%d].text is longer than %d characters.", i, MaxSourceChars)
+		}
+		if utf8.RuneCountInString(s.Title) > MaxSourceTitle || len(s.URL) > 2048 {
+			return invalid("sources[%d] has a title or url that is too long.", i)
+		}
+	}
+	if req.MaxTokens != nil && *req.MaxTokens < 1 {
+		return invalid("maxTokens must be a positive number.")
+	}
+	return nil
+}
+
+// clientTimeout reads x-client-timeout-ms: absent is fine (0); otherwise a
+// positive whole number of milliseconds of at least the margin plus one
+// second, so that the server keeps time to work and to answer.
+func clientTimeout(r *http.Request, minimum int64) (int64, error) {
+	v := r.Header.Get("x-client-timeout-ms")
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 || ms > MaxClientTimeout {
+		return 0, invalid("x-client-timeout-ms must be a positive whole number of milliseconds.")
+	}
+	if ms < minimum {
+		return 0, invalid("x-client-timeout-ms must be at least %d.", minimum)
+	}
+	return ms, nil
+}

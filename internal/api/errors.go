@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/budget"
+)
+
+// Error is an answer timebox gives on purpose: status, stable code and a
+// message an end user can read. Handlers return it for bad input.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func invalid(format string, args ...any) *Error {
+	return &Error{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...)}
+}
+
+var (
+	errOriginNotAllowed = &Error{http.StatusForbidden, "origin_not_allowed", "This site is not allowed to call the service."}
+	errNotFound         = &Error{http.StatusNotFound, "not_found", "There is nothing at this address."}
+	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "This address does not accept that method."}
+	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}
+)
+
+// codeClientGone marks, in the log only, a request whose caller went away.
+const codeClientGone = "client_gone"
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
+
+// answer is what fail sends.
+type answer struct {
+	status     int
+	code, msg  string
+	retryAfter time.Duration // 429 only
+}
+
+// retryable statuses: the ones clients may retry (after Retry-After for 429).
+func (a answer) retryable() bool {
+	return a.status == http.StatusTooManyRequests || a.status == http.StatusBadGateway || a.status == http.StatusServiceUnavailable
+}
+
+// toAnswer is the one ordered table from errors to answers. The first
+// matching row wins; detail stays in the log, never in the message.
+func toAnswer(err error) answer {
+	var (
+		apiErr  *Error
+		maxErr  *http.MaxBytesError
+		step    *budget.StepTimeout
+		upErr   *aoai.Error
+		tooBig  interface{ TooLarge() string }
+		coded   interface{ APIError() (int, string, string) }
+		panicky panicError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return answer{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
+	case errors.As(err, &maxErr):
+		return answer{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
+			msg: fmt.Sprintf("The request is larger than the %d bytes allowed.", maxErr.Limit)}
+	case errors.As(err, &step):
+		code := step.Step + "_timeout"
+		what := "Reading the page " + step.Name
+		if step.Step == "extract" {
+			what = "Reading the document " + strconv.Quote(step.Name)
+		}
+		return answer{status: http.StatusInternalServerError, code: code,
+			msg: fmt.Sprintf("%s took longer than %s, so the request was stopped. Try without it, or with a smaller one.", what, step.Timeout.Round(100*time.Millisecond))}
+	case errors.Is(err, budget.ErrExhausted), errors.Is(err, budget.ErrClientTimeout), errors.Is(err, context.DeadlineExceeded):
+		return answer{status: http.StatusInternalServerError, code: "deadline_exceeded",
+			msg: "The AI service did not answer in time, so the request was stopped. Try a shorter question or fewer sources; trying the same request again will likely take as long."}
+	case errors.As(err, &tooBig):
+		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large", msg: tooBig.TooLarge()}
+	case errors.As(err, &coded):
+		status, code, msg := coded.APIError()
+		return answer{status: status, code: code, msg: msg}
+	case errors.As(err, &upErr):
+		return upstreamAnswer(upErr)
+	case errors.As(err, &panicky):
+		return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+	}
+	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+}
+
+func upstreamAnswer(e *aoai.Error) answer {
+	switch e.Kind {
+	case aoai.KindThrottled:
+		return answer{status: http.StatusTooManyRequests, code: "rate_limited", retryAfter: e.RetryAfter,
+			msg: fmt.Sprintf("The AI service is busy. Try again in %d s.", ceilSeconds(e.RetryAfter))}
+	case aoai.KindTooLarge:
+		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large",
+			msg: "The request is too large for the AI deployment and can never pass its limits. Shorten the question, or send fewer sources or documents."}
+	case aoai.KindFiltered:
+		return answer{status: http.StatusBadRequest, code: "content_filtered",
+			msg: "The question was blocked by the content filter. Rephrase it and try again."}
+	case aoai.KindMisconfigured:
+		return answer{status: http.StatusInternalServerError, code: "upstream_misconfigured",
+			msg: "The service is not set up correctly to reach the AI deployment. Contact the site's administrators."}
+	case aoai.KindSlowFailure:
+		return answer{status: http.StatusInternalServerError, code: "upstream_error",
+			msg: "The AI service failed after a long wait. Trying the same request again will likely take as long; try a shorter question or fewer sources."}
+	case aoai.KindUnavailable:
+		return answer{status: http.StatusServiceUnavailable, code: "upstream_unavailable",
+			msg: "The AI service is briefly unavailable. Try again in a moment."}
+	case aoai.KindTransient:
+		return answer{status: http.StatusBadGateway, code: "upstream_error",
+			msg: "The AI service failed. Try again in a moment."}
+	}
+	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// fail answers err with the row of toAnswer, and hands the detail to the
+// request's log line (begin writes it, once). A caller that went away gets
+// nothing: there is nobody to read it.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	rec := recordFrom(r.Context())
+	var upErr *aoai.Error
+	if errors.As(err, &upErr) {
+		rec.attempts, rec.upstreamStatus = upErr.Attempts, upErr.Status
+	}
+	rec.err = err
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {
+		rec.code = codeClientGone
+		return
+	}
+	a := toAnswer(err)
+	rec.code = a.code
+	h := w.Header()
+	if a.status == http.StatusTooManyRequests {
+		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(a.retryAfter), 1), 10))
+		ms := a.retryAfter.Milliseconds()
+		if ms <= 0 {
+			ms = 1000
+		}
+		h.Set("retry-after-ms", strconv.FormatInt(ms, 10))
+	}
+	if !a.retryable() {
+		h.Set("x-should-retry", "false")
+	}
+	writeJSON(w, a.status, map[string]any{"error": map[string]string{
+		"code": a.code, "message": a.msg, "requestId": requestID(r.Context()),
+	}})
+}
+
+// writeJSON writes v as the JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,166 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+const (
+	allowedOrigin = "https://contoso.sharepoint.com"
+	simKey        = "sim-key"
+)
+
+// harness is the real handler, the real azcore client and the simulator,
+// joined by an in-memory network so it runs inside a synctest bubble.
+type harness struct {
+	t       *testing.T
+	sim     *aoaitest.Server
+	handler http.Handler
+	logs    *syncBuffer
+	cfg     config.Config
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newHarness builds the stack from environment-style settings (over sane
+// defaults) and simulator options. Call it inside the bubble; it cleans up
+// after itself when the test ends.
+func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options) *harness {
+	t.Helper()
+	settings := map[string]string{
+		"AZURE_OPENAI_ENDPOINT":   "http://127.0.0.1:8081",
+		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+		"AZURE_OPENAI_API_KEY":    simKey,
+		"ALLOWED_ORIGINS":         allowedOrigin + ",https://*.example.org",
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return settings[k] })
+	require.NoError(t, err)
+
+	if simOpts.APIKey == "" && !simOpts.AcceptBearer {
+		simOpts.APIKey = simKey
+	}
+	if simOpts.Deployments == nil {
+		simOpts.Deployments = []string{"gpt-4o-mini"}
+	}
+	sim := aoaitest.New(simOpts)
+	ln := memnet.Listen()
+	srv := &http.Server{Handler: sim}
+	go func() { _ = srv.Serve(ln) }()
+	client := ln.Client()
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		_ = srv.Close()
+	})
+
+	chat, err := aoai.New(aoai.Options{
+		Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIVersion: cfg.APIVersion, APIKey: cfg.APIKey,
+		Transport: client, FastFailure: cfg.FastFailure, MaxAttempts: cfg.UpstreamAttempts,
+	})
+	require.NoError(t, err)
+	counter, err := tokens.New(cfg.Encoding)
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	h := api.New(api.Deps{
+		Config: cfg, Chat: chat, Tokens: counter, Version: "test",
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	})
+	return &harness{t: t, sim: sim, handler: h, logs: logs, cfg: cfg}
+}
+
+// do sends one request through the whole handler.
+func (h *harness) do(r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.handler.ServeHTTP(w, r)
+	return w
+}
+
+// chat sends a chat request from the allowed origin with the given body.
+func chatRequest(body string, headers ...string) *http.Request {
+	r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/chat", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Origin", allowedOrigin)
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Header.Set(headers[i], headers[i+1])
+	}
+	return r
+}
+
+func ask(question string) string {
+	b, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": question}}})
+	return string(b)
+}
+
+type errorBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"requestId"`
+	} `json:"error"`
+}
+
+func decodeError(t *testing.T, w *httptest.ResponseRecorder) errorBody {
+	t.Helper()
+	var e errorBody
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
+	return e
+}
+
+func decodeOK(t *testing.T, w *httptest.ResponseRecorder) api.ChatResponse {
+	t.Helper()
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var resp api.ChatResponse
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp))
+	return resp
+}
+
+// logLines returns the JSON log lines for requests.
+func (h *harness) logLines() []map[string]any {
+	var out []map[string]any
+	dec := json.NewDecoder(strings.NewReader(h.logs.String()))
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			return out
+		} else if err != nil {
+			h.t.Fatalf("log is not JSON lines: %v", err)
+		}
+		if m["msg"] == "request" {
+			out = append(out, m)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/rs/cors"
+
+	"github.com/timebox-dev/timebox/internal/budget"
+)
+
+// Headers a browser may send and read. SPFx's AadHttpClient sends
+// Authorization and JSON, so every call from a web part is preflighted.
+var (
+	allowedHeaders = []string{"Content-Type", "Authorization", "x-client-timeout-ms", "x-request-id", "x-functions-key"}
+	exposedHeaders = []string{"Retry-After", "retry-after-ms", "x-should-retry", "x-request-id"}
+)
+
+// newCORS answers preflights and sets CORS headers on every answer to an
+// allowed origin, errors included. Exact origins, or one "*." wildcard label
+// (rs/cors matches the prefix and the suffix around it).
+func newCORS(origins []string) *cors.Cors {
+	o := cors.Options{
+		AllowedOrigins: origins,
+		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		AllowedHeaders: allowedHeaders,
+		ExposedHeaders: exposedHeaders,
+		MaxAge:         600,
+	}
+	if len(origins) == 0 {
+		// An empty list means "allow all" to rs/cors; to timebox it means
+		// "allow none". (AllowOriginFunc overrides AllowedOrigins, so it is
+		// set only here.)
+		o.AllowOriginFunc = func(string) bool { return false }
+	}
+	return cors.New(o)
+}
+
+// record is what a request's log line says; handlers fill it in.
+type record struct {
+	attempts         int
+	upstreamStatus   int
+	promptTokens     int
+	completionTokens int
+	truncated        bool
+	code             string
+	err              error
+}
+
+type recordKey struct{}
+
+func recordFrom(ctx context.Context) *record {
+	if rec, ok := ctx.Value(recordKey{}).(*record); ok {
+		return rec
+	}
+	return &record{}
+}
+
+// saneID accepts a caller's correlation id that is safe to echo and log.
+var saneID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// begin is the first line of every handler: it starts the budget, settles the
+// request id, and writes the request's one log line when it is done.
+func (s *server) begin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel, b := budget.Start(r.Context(), s.Config.Budget)
+		defer cancel()
+		id := r.Header.Get("x-request-id")
+		if !saneID.MatchString(id) {
+			id = newID()
+		}
+		w.Header().Set("x-request-id", id)
+		rec := &record{}
+		ctx = context.WithValue(ctx, recordKey{}, rec)
+		ctx = context.WithValue(ctx, idKey{}, id)
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		r = r.WithContext(ctx)
+
+		next.ServeHTTP(ww, r)
+
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if rec.code == codeClientGone {
+			status = 499 // the caller went away before an answer (nginx's code for it)
+		}
+		level := slog.LevelInfo
+		if r.URL.Path == "/" {
+			level = slog.LevelDebug // the host's readiness ping
+		}
+		attrs := []slog.Attr{
+			slog.String("requestId", id),
+			slog.String("method", r.Method),
+			slog.String("route", routeOf(r)),
+			slog.Int("status", status),
+			slog.Int64("elapsedMs", time.Since(b.Started).Milliseconds()),
+			slog.Int64("budgetMs", b.Deadline.Sub(b.Started).Milliseconds()),
+		}
+		if b.ClientTimeout > 0 {
+			attrs = append(attrs, slog.Int64("clientTimeoutMs", b.ClientTimeout.Milliseconds()))
+		}
+		if rec.attempts > 0 {
+			attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+		}
+		if rec.promptTokens > 0 || rec.completionTokens > 0 {
+			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
+		}
+		if rec.code != "" {
+			attrs = append(attrs, slog.String("code", rec.code))
+		}
+		if rec.err != nil {
+			attrs = append(attrs, slog.String("error", rec.err.Error()))
+		}
+		s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
+	})
+}
+
+// routeOf names the matched route pattern, or the path class for unmatched
+// requests, never the raw path (it could carry anything).
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if p := rc.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return "unmatched"
+}
+
+type idKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(idKey{}).(string)
+	return id
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// checkOrigin refuses a request whose Origin is present and not allowed,
+// before anything else happens (no upstream call). Callers that send no
+// Origin, such as the CLI or another service, pass.
+func (s *server) checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" && !s.cors.OriginAllowed(r) {
+			s.fail(w, r, errOriginNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics turns a panic into a 500 that still carries CORS headers
+// (they were set on the way in) and a log line.
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.fail(w, r, panicError{v})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

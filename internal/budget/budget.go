@@ -1,0 +1,123 @@
+// Package budget gives each request a deadline that ends before the
+// platform's. An HTTP-triggered function on Azure is cut at 230 s by the
+// front end's load balancer, which answers 502 (a status clients retry)
+// while the function keeps running; timebox instead starts a budget on the
+// first line of each handler and gives up on its own, early enough to send a
+// readable, non-retryable answer.
+//
+// The budget is a context deadline with a cause. Steps below the request
+// (a page fetch, a document extraction) get deadlines of their own that end
+// before the request's, with causes that name them, so the error mapper can
+// always tell which clock ran out: context.Cause says.
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrExhausted is the cause of a request context whose budget ran out.
+var ErrExhausted = errors.New("request budget exhausted")
+
+// ErrClientTimeout is the cause of a request context whose deadline came
+// from the caller's x-client-timeout-ms (minus the margin) and ran out.
+var ErrClientTimeout = errors.New("client timeout reached")
+
+// StepMargin is how much earlier than its parent a step's deadline ends, so
+// that when a step is cut by the request's deadline it is still the step
+// that times out, and the answer can name it.
+const StepMargin = 250 * time.Millisecond
+
+// Budget describes the deadline of one request. It is read-only after
+// Start; Shorten replaces the context, not the Budget's start.
+type Budget struct {
+	// Started is when the handler's first line ran.
+	Started time.Time
+	// Deadline is when the request gives up.
+	Deadline time.Time
+	// Total is the configured budget.
+	Total time.Duration
+	// ClientTimeout is the caller's x-client-timeout-ms, 0 when not sent.
+	ClientTimeout time.Duration
+}
+
+type key struct{}
+
+// Start begins a budget of total from now: it returns a context that ends
+// at now+total with cause ErrExhausted, and the Budget stored in it.
+func Start(ctx context.Context, total time.Duration) (context.Context, context.CancelFunc, *Budget) {
+	now := time.Now()
+	b := &Budget{Started: now, Deadline: now.Add(total), Total: total}
+	ctx, cancel := context.WithDeadlineCause(ctx, b.Deadline, ErrExhausted)
+	return context.WithValue(ctx, key{}, b), cancel, b
+}
+
+// From returns the Budget of ctx, or nil when none was started.
+func From(ctx context.Context) *Budget {
+	b, _ := ctx.Value(key{}).(*Budget)
+	return b
+}
+
+// ShortenForClient moves the deadline to Started + clientTimeout - margin
+// when that is earlier than the budget's, so the server answers before the
+// caller gives up. It records the client's timeout on the Budget.
+func ShortenForClient(ctx context.Context, clientTimeout, margin time.Duration) (context.Context, context.CancelFunc) {
+	b := From(ctx)
+	if b == nil {
+		return context.WithCancel(ctx)
+	}
+	b.ClientTimeout = clientTimeout
+	d := b.Started.Add(clientTimeout - margin)
+	if !d.Before(b.Deadline) {
+		return context.WithCancel(ctx)
+	}
+	b.Deadline = d
+	return context.WithDeadlineCause(ctx, d, ErrClientTimeout)
+}
+
+// Remaining returns the time left before ctx's deadline; 0 when it has
+// passed, and a very long time when ctx has none.
+func Remaining(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Duration(1<<63 - 1)
+	}
+	return max(time.Until(d), 0)
+}
+
+// StepTimeout is the cause of a step's context that ran out of its own
+// deadline. Step names the kind ("fetch", "extract") and Name the thing (a
+// URL, a document name).
+type StepTimeout struct {
+	Step    string
+	Name    string
+	Timeout time.Duration
+}
+
+func (e *StepTimeout) Error() string {
+	return fmt.Sprintf("%s %s: no answer within %s", e.Step, e.Name, e.Timeout.Round(time.Millisecond))
+}
+
+// Is makes a StepTimeout match context.DeadlineExceeded.
+func (e *StepTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Step returns a context for one downstream step that ends after timeout,
+// or StepMargin before the parent's deadline, whichever is first, with a
+// *StepTimeout cause. When the parent ends first (it is cancelled), the
+// parent's cause stands.
+func Step(parent context.Context, step, name string, timeout time.Duration) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(timeout)
+	if pd, ok := parent.Deadline(); ok && pd.Add(-StepMargin).Before(d) {
+		d = pd.Add(-StepMargin)
+	}
+	return context.WithDeadlineCause(parent, d, &StepTimeout{Step: step, Name: name, Timeout: time.Until(d)})
+}
+
+// StepCause returns the *StepTimeout that ended ctx, if one did.
+func StepCause(ctx context.Context) (*StepTimeout, bool) {
+	var st *StepTimeout
+	ok := errors.As(context.Cause(ctx), &st)
+	return st, ok
+}

@@ -1,0 +1,255 @@
+// Package config reads timebox's settings from the environment (under
+// `func start`, the Values of local.settings.json). Load validates every
+// setting and reports every problem at once; start-up is refused on any.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// PlatformLimit is the most an HTTP-triggered function can take to answer
+// on Azure: after 230 s the front end's load balancer answers 502 itself and
+// the function keeps running (Learn: "Azure Functions HTTP trigger", Limits).
+const PlatformLimit = 230 * time.Second
+
+// Config is timebox's typed configuration. Secrets are kept out of String
+// and out of logs.
+type Config struct {
+	// Port is the port to listen on (FUNCTIONS_CUSTOMHANDLER_PORT, set by the
+	// Functions host; 8080 when unset).
+	Port int
+
+	// Endpoint is the Azure OpenAI resource URL (AZURE_OPENAI_ENDPOINT),
+	// https, or http for a loopback host (the simulator). Required.
+	Endpoint *url.URL
+	// Deployment is the model deployment name (AZURE_OPENAI_DEPLOYMENT). Required.
+	Deployment string
+	// APIVersion selects the deployments path with this api-version when set
+	// (AZURE_OPENAI_API_VERSION); empty means the v1 path.
+	APIVersion string
+	// APIKey selects key auth when set (AZURE_OPENAI_API_KEY); empty means
+	// Entra ID through azidentity. Never logged.
+	APIKey string `json:"-"`
+	// ClientID is the client id of a user-assigned managed identity
+	// (AZURE_CLIENT_ID); empty means the system-assigned one.
+	ClientID string
+
+	// Budget is the whole-request deadline from the first line of the handler
+	// (REQUEST_BUDGET, default 200 s); always below PlatformLimit.
+	Budget time.Duration
+	// FastFailure is the threshold at or above which a failed upstream
+	// attempt is a timeout, not a hiccup (FAST_FAILURE_THRESHOLD, default 30 s).
+	FastFailure time.Duration
+	// ClientTimeoutMargin is taken off x-client-timeout-ms so the server can
+	// still answer before the caller gives up (CLIENT_TIMEOUT_MARGIN, default 2 s).
+	ClientTimeoutMargin time.Duration
+	// UpstreamAttempts caps the server's own upstream attempts (throttles
+	// whose wait fits the budget) (UPSTREAM_MAX_ATTEMPTS, default 2).
+	UpstreamAttempts int
+
+	// MaxTokens is the completion token limit sent upstream when the caller
+	// asks for none, and the cap on what a caller may ask (MAX_TOKENS, default 1024).
+	MaxTokens int
+	// ContextWindow is the tokens the model accepts (CONTEXT_WINDOW, default
+	// by the deployment's model name: 8192 for gpt-4, 16385 for gpt-35-turbo,
+	// 128000 otherwise).
+	ContextWindow int
+	// Encoding is the tokenizer (TOKENIZER: o200k_base or cl100k_base;
+	// default by the deployment's model name).
+	Encoding string
+	// TPM is the deployment's tokens-per-minute limit (DEPLOYMENT_TPM); 0
+	// means unknown: no pre-check.
+	TPM int
+
+	// FetchTimeout and ExtractTimeout bound each page fetch and each document
+	// extraction (FETCH_TIMEOUT, EXTRACT_TIMEOUT, default 15 s each); both
+	// are also cut to the request's own deadline.
+	FetchTimeout, ExtractTimeout time.Duration
+
+	// AllowedOrigins are the browser origins allowed by CORS
+	// (ALLOWED_ORIGINS, comma-separated; one `*` wildcard allowed in the
+	// host, e.g. https://*.sharepoint.com). Empty: no origin is allowed.
+	AllowedOrigins []string
+	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
+	LogLevel slog.Level
+}
+
+// Load reads and validates the configuration from getenv. It returns every
+// problem at once, joined, each naming its variable.
+func Load(getenv func(string) string) (Config, error) {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	duration := func(name string, def time.Duration) time.Duration {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			bad(name, "%q is not a duration (examples: 200s, 1500ms, 3m)", v)
+			return def
+		}
+		if d <= 0 {
+			bad(name, "%q must be positive", v)
+			return def
+		}
+		return d
+	}
+	integer := func(name string, def, lo, hi int) int {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			bad(name, "%q must be a whole number from %d to %d", v, lo, hi)
+			return def
+		}
+		return n
+	}
+
+	c := Config{
+		Port:                integer("FUNCTIONS_CUSTOMHANDLER_PORT", 8080, 0, 65535),
+		Deployment:          get("AZURE_OPENAI_DEPLOYMENT"),
+		APIVersion:          get("AZURE_OPENAI_API_VERSION"),
+		APIKey:              get("AZURE_OPENAI_API_KEY"),
+		ClientID:            get("AZURE_CLIENT_ID"),
+		Budget:              duration("REQUEST_BUDGET", 200*time.Second),
+		FastFailure:         duration("FAST_FAILURE_THRESHOLD", 30*time.Second),
+		ClientTimeoutMargin: duration("CLIENT_TIMEOUT_MARGIN", 2*time.Second),
+		UpstreamAttempts:    integer("UPSTREAM_MAX_ATTEMPTS", 2, 1, 5),
+		MaxTokens:           integer("MAX_TOKENS", 1024, 1, 1_000_000),
+		TPM:                 integer("DEPLOYMENT_TPM", 0, 0, 1_000_000_000),
+		FetchTimeout:        duration("FETCH_TIMEOUT", 15*time.Second),
+		ExtractTimeout:      duration("EXTRACT_TIMEOUT", 15*time.Second),
+	}
+
+	switch v := get("AZURE_OPENAI_ENDPOINT"); {
+	case v == "":
+		bad("AZURE_OPENAI_ENDPOINT", "required (https://<resource>.openai.azure.com; `make run` sets the simulator's)")
+	default:
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			bad("AZURE_OPENAI_ENDPOINT", "%q is not an http(s) URL", v)
+		case u.Scheme == "http" && !isLoopback(u.Hostname()):
+			bad("AZURE_OPENAI_ENDPOINT", "%q: http is allowed only for a loopback host; use https", v)
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			bad("AZURE_OPENAI_ENDPOINT", "%q must be a bare resource URL without credentials, query or fragment", v)
+		default:
+			u.Path = strings.TrimRight(u.Path, "/")
+			c.Endpoint = u
+		}
+	}
+	if c.Deployment == "" {
+		bad("AZURE_OPENAI_DEPLOYMENT", "required (the model deployment name)")
+	} else if strings.ContainsAny(c.Deployment, "/?#%") {
+		bad("AZURE_OPENAI_DEPLOYMENT", "%q must not contain / ? # or %%", c.Deployment)
+	}
+	if c.Budget >= PlatformLimit {
+		bad("REQUEST_BUDGET", "%s must be below the platform's %s limit (keep a margin: 200s is the default)", c.Budget, PlatformLimit)
+	}
+	if c.FastFailure >= c.Budget {
+		bad("FAST_FAILURE_THRESHOLD", "%s must be below REQUEST_BUDGET (%s)", c.FastFailure, c.Budget)
+	}
+	if c.ClientTimeoutMargin >= c.Budget {
+		bad("CLIENT_TIMEOUT_MARGIN", "%s must be below REQUEST_BUDGET (%s)", c.ClientTimeoutMargin, c.Budget)
+	}
+
+	c.Encoding = tokens.EncodingForModel(c.Deployment)
+	if v := get("TOKENIZER"); v != "" {
+		if v != "o200k_base" && v != "cl100k_base" {
+			bad("TOKENIZER", "%q must be o200k_base or cl100k_base", v)
+		} else {
+			c.Encoding = v
+		}
+	}
+	c.ContextWindow = integer("CONTEXT_WINDOW", DefaultContextWindow(c.Deployment), 256, 10_000_000)
+	if c.MaxTokens >= c.ContextWindow {
+		bad("MAX_TOKENS", "%d must be below CONTEXT_WINDOW (%d)", c.MaxTokens, c.ContextWindow)
+	}
+
+	for _, o := range strings.Split(get("ALLOWED_ORIGINS"), ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if err := checkOrigin(o); err != nil {
+			bad("ALLOWED_ORIGINS", "%q: %v", o, err)
+			continue
+		}
+		c.AllowedOrigins = append(c.AllowedOrigins, strings.ToLower(o))
+	}
+
+	switch v := strings.ToLower(get("LOG_LEVEL")); v {
+	case "", "info":
+		c.LogLevel = slog.LevelInfo
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn", "warning":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		bad("LOG_LEVEL", "%q must be debug, info, warn or error", v)
+	}
+
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// DefaultContextWindow is the context window assumed for a deployment whose
+// name starts with a model name, when CONTEXT_WINDOW is not set.
+func DefaultContextWindow(deployment string) int {
+	d := strings.ToLower(deployment)
+	switch {
+	case strings.HasPrefix(d, "gpt-4o"), strings.HasPrefix(d, "gpt-4.1"), strings.HasPrefix(d, "gpt-4-turbo"), strings.HasPrefix(d, "gpt-5"):
+		return 128000
+	case strings.HasPrefix(d, "gpt-4-32k"):
+		return 32768
+	case strings.HasPrefix(d, "gpt-4"):
+		return 8192
+	case strings.HasPrefix(d, "gpt-35-turbo"), strings.HasPrefix(d, "gpt-3.5-turbo"):
+		return 16385
+	}
+	return 128000
+}
+
+// checkOrigin accepts scheme://host[:port] with no path, and at most one
+// leading "*." wildcard label in the host.
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("want scheme://host[:port], e.g. https://contoso.sharepoint.com")
+	}
+	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("an origin has no path, query, fragment or credentials")
+	}
+	host := u.Hostname()
+	if strings.Count(host, "*") > 1 || (strings.Contains(host, "*") && !strings.HasPrefix(host, "*.")) {
+		return errors.New(`a wildcard may only be one leading "*." label`)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

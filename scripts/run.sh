@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make run: with no AZURE_OPENAI_ENDPOINT, start the Azure OpenAI simulator, the handler pointed at it,
+# and the demo page on a second origin; with an endpoint, run the handler against it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PORT=${FUNCTIONS_CUSTOMHANDLER_PORT:-7071}
+SIM_ADDR=${SIM_ADDR:-127.0.0.1:8081}
+DEMO_PORT=${DEMO_PORT:-5173}
+mkdir -p bin
+go build -o bin/handler ./cmd/handler
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
+  go build -o bin/aoaisim ./cmd/aoaisim
+  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms > bin/aoaisim.log &
+  pids+=($!)
+  export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini AZURE_OPENAI_API_KEY=sim-key
+  export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
+  echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
+fi
+export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
+
+if [ -f demo/serve.mjs ] && [ -f client/package.json ]; then
+  (cd client && { [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null; } && npm run --silent build >/dev/null)
+  node demo/serve.mjs --port "$DEMO_PORT" --api "http://127.0.0.1:$PORT" &
+  pids+=($!)
+  echo "demo page: http://127.0.0.1:$DEMO_PORT/ (a second origin: every call is cross-origin, with a preflight)"
+fi
+
+API="http://127.0.0.1:$PORT/api"
+cat <<MSG
+handler: $API  (budget ${REQUEST_BUDGET:-200s}, fast-failure threshold ${FAST_FAILURE_THRESHOLD:-30s})
+Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaitest/README.md):
+  curl -s $API/health
+  curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."}]}'
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:status code=503]] hi"}]}'    # fast 503 -> 503 upstream_unavailable (retryable)
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=300]] hi"}]}'     # wait does not fit -> 429 rate_limited + Retry-After
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=2 times=1 id=demo$RANDOM]] hi"}]}' # server waits 2 s, retries: upstreamAttempts 2
+  curl -si $API/chat -H 'content-type: application/json' -H 'x-client-timeout-ms: 5000' -d '{"messages":[{"role":"user","content":"[[sim:hang]] hi"}]}'  # 500 deadline_exceeded after 3 s
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:status code=500 after=31000]] hi"}]}'  # slow failure -> 500, x-should-retry: false
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:filter]] hi"}]}'      # 400 content_filtered
+  curl -si $API/chat -H 'content-type: application/json' -H 'Origin: https://evil.example' -d '{"messages":[{"role":"user","content":"hi"}]}'  # 403 origin_not_allowed
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:hang]] hi"}]}'        # waits the whole budget (200 s), then 500 deadline_exceeded
+Stop with Ctrl-C.
+MSG
+./bin/handler &
+pids+=($!)
+wait "${pids[-1]}"
