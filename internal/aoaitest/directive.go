@@ -1,0 +1,233 @@
+package aoaitest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind names a scripted fault.
+type Kind string
+
+// The kinds a directive can name. See the package documentation for what
+// each stands for.
+const (
+	KindHang      Kind = "hang"
+	KindSlow      Kind = "slow"
+	KindStatus    Kind = "status"
+	KindReset     Kind = "reset"
+	KindMalformed Kind = "malformed"
+	KindThrottle  Kind = "throttle"
+	KindFilter    Kind = "filter"
+)
+
+// Directive is one parsed `[[sim:<kind> key=value ...]]` instruction. The
+// zero value is no directive.
+type Directive struct {
+	// Kind is the fault to play.
+	Kind Kind
+	// Code is the HTTP status of a status directive (400 to 599).
+	Code int
+	// After is the wait before the fault is played (key after, in ms).
+	After time.Duration
+	// Delay is the wait before the first byte of a slow directive (key ms).
+	Delay time.Duration
+	// RetryAfter is the wait a throttle directive asks for (key s, whole
+	// seconds).
+	RetryAfter time.Duration
+	// Times, when positive, limits the fault to the first Times requests
+	// carrying the same ID; later ones are answered normally. 0 means every
+	// request.
+	Times int
+	// ID names the counter Times counts against; empty means the directive's
+	// own text (String) is the counter's name.
+	ID string
+}
+
+const (
+	directiveOpen  = "[[sim:"
+	directiveClose = "]]"
+	// maxDirectiveWait caps every wait a directive asks for, so a typo
+	// cannot park a request for days.
+	maxDirectiveWait = 24 * time.Hour
+)
+
+// errSyntax and friends classify parse failures; ParseDirective wraps them
+// with the offending text.
+var (
+	errSyntax   = errors.New("syntax")
+	errKind     = errors.New("unknown kind")
+	errKey      = errors.New("key not allowed")
+	errValue    = errors.New("bad value")
+	errRequired = errors.New("missing required key")
+)
+
+// kindKeys lists, per kind, the keys it accepts besides the common ones (after,
+// times, id), and the key it requires, if any.
+var kindKeys = map[Kind]struct {
+	extra    string
+	required bool
+}{
+	KindHang:      {},
+	KindSlow:      {extra: "ms", required: true},
+	KindStatus:    {extra: "code", required: true},
+	KindReset:     {},
+	KindMalformed: {},
+	KindThrottle:  {extra: "s"},
+	KindFilter:    {},
+}
+
+// FindDirective returns the last directive in text, reporting false when
+// there is none. A directive that is present but malformed is an error, so a
+// typo in a test or the demo is loud rather than silently a normal answer.
+func FindDirective(text string) (Directive, bool, error) {
+	i := strings.LastIndex(text, directiveOpen)
+	if i < 0 {
+		return Directive{}, false, nil
+	}
+	rest := text[i+len(directiveOpen):]
+	j := strings.Index(rest, directiveClose)
+	if j < 0 {
+		return Directive{}, true, fmt.Errorf("directive %q: %w: no closing ]]", clip(text[i:]), errSyntax)
+	}
+	d, err := ParseDirective(rest[:j])
+	return d, true, err
+}
+
+// ParseDirective parses the inside of a directive, "<kind> key=value ...",
+// without the surrounding [[sim: and ]].
+func ParseDirective(s string) (Directive, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return Directive{}, fmt.Errorf("directive %q: %w: no kind", clip(s), errSyntax)
+	}
+	d := Directive{Kind: Kind(fields[0])}
+	spec, ok := kindKeys[d.Kind]
+	if !ok {
+		return Directive{}, fmt.Errorf("directive %q: %w %q", clip(s), errKind, clip(fields[0]))
+	}
+	seen := map[string]bool{}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" || v == "" {
+			return Directive{}, fmt.Errorf("directive %q: %w: want key=value, got %q", clip(s), errSyntax, clip(f))
+		}
+		if seen[k] {
+			return Directive{}, fmt.Errorf("directive %q: %w: %s given twice", clip(s), errSyntax, clip(k))
+		}
+		seen[k] = true
+		if !slices.Contains([]string{"after", "times", "id", spec.extra}, k) {
+			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
+		}
+		if k == "id" {
+			if !validID(v) {
+				return Directive{}, fmt.Errorf("directive %q: %w: id=%q wants 1 to 64 of A-Z a-z 0-9 . _ -", clip(s), errValue, clip(v))
+			}
+			d.ID = v
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Directive{}, fmt.Errorf("directive %q: %w: %s=%q is not a whole number >= 0", clip(s), errValue, k, clip(v))
+		}
+		switch k {
+		case "times":
+			d.Times = n
+		case "code":
+			if n < 400 || n > 599 {
+				return Directive{}, fmt.Errorf("directive %q: %w: code=%d is not 400..599", clip(s), errValue, n)
+			}
+			d.Code = n
+		case "after", "ms":
+			w := time.Duration(n) * time.Millisecond
+			if n > int(maxDirectiveWait/time.Millisecond) {
+				return Directive{}, fmt.Errorf("directive %q: %w: %s=%d is over %v", clip(s), errValue, k, n, maxDirectiveWait)
+			}
+			if k == "after" {
+				d.After = w
+			} else {
+				d.Delay = w
+			}
+		case "s":
+			if n > int(maxDirectiveWait/time.Second) {
+				return Directive{}, fmt.Errorf("directive %q: %w: s=%d is over %v", clip(s), errValue, n, maxDirectiveWait)
+			}
+			d.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	if spec.required && !seen[spec.extra] {
+		return Directive{}, fmt.Errorf("directive %q: %w %s", clip(s), errRequired, spec.extra)
+	}
+	if d.Kind == KindThrottle && !seen["s"] {
+		d.RetryAfter = defaultThrottle
+	}
+	return d, nil
+}
+
+// defaultThrottle is the wait a throttle directive without s= asks for.
+const defaultThrottle = 1 * time.Second
+
+// String renders the directive in its canonical form, [[sim:...]] included;
+// FindDirective(d.String()) gives d back. The zero Directive renders as "".
+func (d Directive) String() string {
+	if d.Kind == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(directiveOpen)
+	b.WriteString(string(d.Kind))
+	switch d.Kind {
+	case KindSlow:
+		fmt.Fprintf(&b, " ms=%d", d.Delay.Milliseconds())
+	case KindStatus:
+		fmt.Fprintf(&b, " code=%d", d.Code)
+	case KindThrottle:
+		fmt.Fprintf(&b, " s=%d", int64(d.RetryAfter/time.Second))
+	}
+	if d.After > 0 {
+		fmt.Fprintf(&b, " after=%d", d.After.Milliseconds())
+	}
+	if d.Times > 0 {
+		fmt.Fprintf(&b, " times=%d", d.Times)
+	}
+	if d.ID != "" {
+		fmt.Fprintf(&b, " id=%s", d.ID)
+	}
+	b.WriteString(directiveClose)
+	return b.String()
+}
+
+// counterKey names the Times counter of d.
+func (d Directive) counterKey() string {
+	if d.ID != "" {
+		return "id:" + d.ID
+	}
+	return "text:" + d.String()
+}
+
+// validID reports whether s is a usable counter id: short, and made of
+// characters that survive being quoted in a prompt and in logs.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens user text quoted in an error message.
+func clip(s string) string {
+	const n = 60
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

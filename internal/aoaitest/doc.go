@@ -1,0 +1,78 @@
+// Package aoaitest simulates an Azure OpenAI resource's chat completions
+// endpoint, faithfully to the wire recordings in shared/fixtures/aoai: the
+// fake the rest of timebox is tested against (pkgsite's proxytest, grown
+// up). A *Server is an http.Handler: mount it in httptest.NewServer, serve it
+// on an internal/memnet listener inside a testing/synctest bubble, or run it
+// standalone with cmd/aoaisim.
+//
+// # Routes
+//
+//   - POST /openai/v1/chat/completions: the v1 API; the deployment is the
+//     body's "model".
+//   - POST /openai/deployments/{name}/chat/completions?api-version=V: the
+//     deployments API. Without api-version, and for every other path or
+//     method, the answer is 404 {"error":{"code":"404","message":"Resource
+//     not found"}}.
+//
+// # Order of checks
+//
+// A request is checked the way Azure does, and the first failing check
+// answers: route (404), credentials (401, plain JSON even for stream=true),
+// deployment (404 DeploymentNotFound), body (400 invalid_request_error:
+// unparseable JSON, no messages, max_tokens below 1, a malformed directive),
+// scripted fault (below), tokens-per-minute limit (429), context window (400
+// context_length_exceeded), then the answer: 200 JSON, or server-sent events
+// when "stream" is true.
+//
+// Prompt tokens are counted with internal/tokens for the model, so usage,
+// the rate limit and context_length_exceeded agree with the server's own
+// counting. The answer is deterministic: "1, 2, ..., N." for a prompt that
+// says "count to N" (the recordings' prompt), otherwise a short paragraph
+// quoting the question's first words; max_tokens cuts it, with finish_reason
+// "length".
+//
+// # Latency and time
+//
+// Options.TimeToFirstToken and Options.PerToken model latency. Every wait is a
+// real timer that also watches the request's context, so inside a
+// testing/synctest bubble the waits take no real time, and a client that goes
+// away is noticed at once and recorded as cancelled.
+//
+// # Rate limit
+//
+// With Options.TPM set, each deployment admits requests on Azure's estimate
+// (prompt tokens + max_tokens) over a sliding 60 s window. A request that
+// does not fit gets 429 with retry-after (whole seconds, rounded up),
+// retry-after-ms, x-ratelimit-remaining-tokens, policy-id and the recorded
+// message; one whose estimate alone exceeds TPM gets the 429 no wait clears:
+// "Please retry after 86400 seconds", retry-after: 86400.
+//
+// # Scripted faults
+//
+// A directive in any message's content picks a fault for that request; when
+// several are present the last one wins. Its grammar:
+//
+//	directive = "[[sim:" kind *( " " key "=" value ) "]]"
+//	kind      = "hang" | "slow" | "status" | "reset" | "malformed" | "throttle" | "filter"
+//
+// Keys every kind takes: after=MS (wait before the fault), times=N (only the
+// first N requests carrying the same id fail; later ones are answered
+// normally), id=X (the counter's name, 1-64 of A-Z a-z 0-9 . _ -; without it
+// the directive's own text names the counter). Counters live in the Server.
+//
+//   - hang: send nothing until the client goes away (recorded Cancelled).
+//   - slow ms=N: a normal answer whose first byte comes N ms after the
+//     request (replacing TimeToFirstToken; a stream is then paced by PerToken).
+//   - status code=C: answer C (400-599). 500 has the recorded body; 502, 503
+//     and 504, which were never recorded, the same server_error shape; 429
+//     the rate-limit body without retry-after.
+//   - reset: close the connection without an answer (RST on TCP).
+//   - malformed: 200 application/json with a truncated, unparseable body.
+//   - throttle s=N: 429 with retry-after N and retry-after-ms N*1000 (N
+//     defaults to 1).
+//   - filter: the recorded content-filter 400.
+//
+// A directive that does not parse is answered 400, so a typo is loud. See
+// README.md beside this file for what each fault stands for and what timebox
+// should answer.
+package aoaitest
