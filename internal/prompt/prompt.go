@@ -1,0 +1,509 @@
+// Package prompt assembles the messages timebox sends to Azure OpenAI so that
+// they fit before they are sent: the server's system prompt, a block of
+// sources (retrieved passages, extracted documents, fetched pages) that the
+// model can cite, and the conversation, trimmed to the model's context window
+// minus the completion reserve and, when the deployment's tokens-per-minute
+// limit is known, to that limit too.
+//
+// Trimming drops the least important material first: the oldest turns (a
+// user turn together with the replies that follow it), then the longest
+// passages, shortening a passage at a token boundary instead of dropping it
+// when that is enough. Every cut leaves a visible marker in the prompt, and
+// the Result says what was cut. The system prompt and the last message (the
+// question) are never trimmed; when even they cannot fit, Fit returns a
+// *TooLargeError that tells the user how much to cut.
+//
+// Counting is exact and cheap: every piece of the prompt is counted once, and
+// the pieces are joined only where the tokenizers' pre-tokenization always
+// splits (after a newline, before a character that is not white space), so
+// the tokens of the whole are the sum of the tokens of its parts.
+package prompt
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// The kinds of Source. An empty Kind is KindSource.
+const (
+	KindSource   = "source"   // a passage retrieved by the caller
+	KindDocument = "document" // text extracted from an uploaded document
+	KindPage     = "page"     // text read from a fetched web page
+)
+
+// MinShortened is the fewest tokens of a passage's text that a shortened
+// passage keeps. When shortening the longest passage would leave less than
+// this, the passage is dropped instead: a stub of a few words is not worth
+// its header.
+const MinShortened = 32
+
+// maxLabel caps the runes of a title or URL in a source's BEGIN line, so that
+// a hostile title cannot crowd out the passages.
+const maxLabel = 200
+
+// Errors Fit returns besides *TooLargeError. Both are the caller's bugs, not
+// the user's: the server answers them as internal errors.
+var (
+	// ErrNoQuestion means Input.Messages is empty.
+	ErrNoQuestion = errors.New("prompt: no messages: the last message must be the question")
+	// ErrInvalidLimits means a Limits field is out of range.
+	ErrInvalidLimits = errors.New("prompt: invalid limits")
+)
+
+// Source is one piece of material the model should read and may cite: a
+// retrieved passage, an extracted document or a fetched page. Title and URL
+// label it (either may be empty); Text is what the model reads.
+type Source struct {
+	Kind  string // KindSource, KindDocument or KindPage; empty means KindSource
+	Title string
+	URL   string
+	Text  string
+}
+
+// Input is what Fit assembles.
+type Input struct {
+	// System is the server's system prompt. It is never trimmed; empty means
+	// no system prompt (a system message is still sent when there are
+	// sources or markers to carry).
+	System string
+	// Messages are the user and assistant turns, oldest first. The last one
+	// is the question and is never trimmed; there must be at least one.
+	Messages []tokens.Message
+	// Sources are the passages, documents and pages, most important first.
+	Sources []Source
+}
+
+// Limits are the token limits a prompt must fit.
+type Limits struct {
+	// ContextWindow is the number of tokens the model accepts, prompt and
+	// completion together. It must be positive.
+	ContextWindow int
+	// MaxTokens is the completion reserve: the token limit that will be sent
+	// upstream. The prompt gets ContextWindow - MaxTokens. It must not be
+	// negative.
+	MaxTokens int
+	// TPM is the deployment's tokens-per-minute limit. Azure OpenAI counts a
+	// request against it as prompt tokens plus the token limit, so the
+	// prompt gets at most TPM - MaxTokens. 0 means not set.
+	TPM int
+}
+
+// Dropped says what Fit cut to make the prompt fit.
+type Dropped struct {
+	// Turns is the number of earlier messages (user and assistant turns)
+	// left out.
+	Turns int
+	// Sources are the labels (title, else URL, else "source N") of the
+	// passages left out, in input order.
+	Sources []string
+	// Shortened are the labels of the passages cut short but kept.
+	Shortened []string
+}
+
+// Result is a prompt that fits.
+type Result struct {
+	// Messages are ready to send: the system message first (the system
+	// prompt, the sources block and any markers), then the kept turns,
+	// unchanged, ending with the question.
+	Messages []tokens.Message
+	// PromptTokens is exactly what tokens.Counter.Prompt says of Messages.
+	PromptTokens int
+	// Truncated reports that something was dropped or shortened.
+	Truncated bool
+	// Dropped says what.
+	Dropped Dropped
+}
+
+// Fit assembles in into messages that fit lim, counting with c, and trims it
+// when it does not fit (see the package doc for the order). The prompt gets
+// ContextWindow - MaxTokens tokens, and, when TPM is set, at most
+// TPM - MaxTokens.
+//
+// When even the system prompt and the question (with the markers of
+// everything cut) exceed the context window, Fit returns a *TooLargeError
+// with Limit "context_window"; when they and MaxTokens exceed TPM, one with
+// Limit "tpm". It returns ErrNoQuestion when in has no messages and
+// ErrInvalidLimits when a limit is out of range. Fit does not modify in.
+func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
+	if len(in.Messages) == 0 {
+		return Result{}, ErrNoQuestion
+	}
+	if lim.ContextWindow <= 0 || lim.MaxTokens < 0 || lim.TPM < 0 {
+		return Result{}, fmt.Errorf("%w: context window %d, max tokens %d, tpm %d", ErrInvalidLimits, lim.ContextWindow, lim.MaxTokens, lim.TPM)
+	}
+	f := newFitter(c, in)
+	question := c.Text(in.Messages[len(in.Messages)-1].Content)
+
+	minimal := f.tokens(f.minimal())
+	ctxBudget := lim.ContextWindow - lim.MaxTokens
+	if minimal > ctxBudget {
+		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxBudget, 0), Question: question}
+	}
+	budget := ctxBudget
+	if lim.TPM > 0 {
+		if minimal+lim.MaxTokens > lim.TPM {
+			return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
+		}
+		budget = min(budget, lim.TPM-lim.MaxTokens)
+	}
+	f.trim(budget)
+	return f.result(), nil
+}
+
+// fitter holds the pieces of one prompt, each counted once, and the state of
+// the trimming.
+type fitter struct {
+	c  *tokens.Counter
+	in Input
+
+	reply    int // tokens Prompt adds once: the reply priming
+	sysFrame int // tokens of a system message with empty content
+	sysAlone int // tokens of in.System alone
+	sysJoin  int // tokens of in.System + sep, when more follows it
+
+	header  int // tokens of sourcesHeader
+	sources []source
+
+	turns   []int // tokens of each message, framing included
+	starts  []int // indexes where a droppable group of history turns starts, oldest first
+	markers map[string]int
+
+	st state
+}
+
+// state is how much of the input is kept.
+type state struct {
+	group   int // history groups dropped so far: turns before starts[group] are out
+	kept    int // sources kept
+	keptSum int // their tokens
+}
+
+// source is one Source rendered as it is sent.
+type source struct {
+	n         int    // its number in the prompt, from 1, as the model cites it
+	label     string // for Dropped
+	begin     string // its BEGIN line, newline included
+	text      string // its text, valid UTF-8
+	unit      string // begin + text + its END line: what is sent
+	tokens    int    // tokens of unit
+	kept      bool
+	shortened bool
+}
+
+func newFitter(c *tokens.Counter, in Input) *fitter {
+	f := &fitter{
+		c:        c,
+		in:       in,
+		reply:    c.Prompt(nil),
+		sysFrame: c.Message(tokens.Message{Role: "system"}),
+		sysAlone: c.Text(in.System),
+		markers:  map[string]int{},
+	}
+	if in.System != "" {
+		f.sysJoin = c.Text(in.System + sep)
+	}
+	if len(in.Sources) > 0 {
+		f.header = c.Text(sourcesHeader)
+	}
+	f.sources = make([]source, len(in.Sources))
+	for i, s := range in.Sources {
+		r := render(i+1, s)
+		r.tokens = c.Text(r.unit)
+		r.kept = true
+		f.sources[i] = r
+		f.st.kept++
+		f.st.keptSum += r.tokens
+	}
+	last := len(in.Messages) - 1
+	f.turns = make([]int, len(in.Messages))
+	for i, m := range in.Messages {
+		f.turns[i] = c.Message(m)
+		// A group is a user turn with the replies that follow it, so that
+		// dropping the oldest group never leaves a reply without its
+		// question. History that opens with replies makes a group of its own.
+		if i < last && (i == 0 || m.Role == "user") {
+			f.starts = append(f.starts, i)
+		}
+	}
+	return f
+}
+
+// minimal is the state with every history turn and every source dropped.
+func (f *fitter) minimal() state {
+	return state{group: len(f.starts)}
+}
+
+// firstTurn is the index of the first message kept in st.
+func (f *fitter) firstTurn(st state) int {
+	if st.group >= len(f.starts) {
+		return len(f.in.Messages) - 1
+	}
+	return f.starts[st.group]
+}
+
+// tokens returns the prompt tokens of the prompt in state st, from the
+// counts of its pieces.
+func (f *fitter) tokens(st state) int {
+	rest := 0 // the pieces after the system prompt
+	if st.kept > 0 {
+		rest += f.header + st.keptSum
+	}
+	if d := len(f.sources) - st.kept; d > 0 {
+		rest += f.marker(sourcesMarker(d))
+	}
+	first := f.firstTurn(st)
+	if first > 0 {
+		rest += f.marker(turnsMarker(first))
+	}
+	n := f.reply
+	switch {
+	case rest > 0 && f.in.System != "":
+		n += f.sysFrame + f.sysJoin + rest
+	case rest > 0:
+		n += f.sysFrame + rest
+	case f.in.System != "":
+		n += f.sysFrame + f.sysAlone
+	}
+	for _, t := range f.turns[first:] {
+		n += t
+	}
+	return n
+}
+
+// marker counts a marker once per distinct text.
+func (f *fitter) marker(s string) int {
+	n, ok := f.markers[s]
+	if !ok {
+		n = f.c.Text(s)
+		f.markers[s] = n
+	}
+	return n
+}
+
+// trim cuts the prompt until it fits budget, which the minimal state does.
+func (f *fitter) trim(budget int) {
+	for f.tokens(f.st) > budget && f.st.group < len(f.starts) {
+		f.st.group++
+	}
+	if f.tokens(f.st) <= budget {
+		return
+	}
+	// Longest first; among equals, the less important (later) one first.
+	order := make([]int, len(f.sources))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(f.sources[b].tokens, f.sources[a].tokens); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	var codec tokenizer.Codec // for cutting at a token boundary, made when first needed
+	for _, i := range order {
+		over := f.tokens(f.st) - budget
+		if over <= 0 {
+			return
+		}
+		if codec == nil {
+			var err error
+			if codec, err = tokenizer.Get(tokenizer.Encoding(f.c.Encoding())); err != nil {
+				codec = nil
+			}
+		}
+		if codec != nil && f.shorten(codec, i, over) {
+			return
+		}
+		s := &f.sources[i]
+		s.kept = false
+		f.st.kept--
+		f.st.keptSum -= s.tokens
+	}
+}
+
+// shorten cuts source i so that its unit loses at least over tokens while
+// keeping at least MinShortened tokens of text, and reports whether it could.
+func (f *fitter) shorten(codec tokenizer.Codec, i, over int) bool {
+	s := &f.sources[i]
+	target := s.tokens - over
+	end := shortenedEnd(s.n)
+	fixed := f.c.Text(s.begin + end)
+	keep := target - fixed
+	if keep < MinShortened {
+		return false
+	}
+	_, toks, err := codec.Encode(s.text)
+	if err != nil || keep >= len(toks) {
+		return false
+	}
+	// The prefix of a text cut at a token boundary usually counts as the
+	// tokens before the cut, but not always (the cut and the marker change
+	// how the edges merge), so count the result and cut deeper until it fits.
+	for keep >= MinShortened {
+		cut := 0
+		for _, t := range toks[:keep] {
+			cut += len(t)
+		}
+		cut = min(cut, len(s.text))
+		for cut > 0 && !utf8.RuneStart(s.text[cut]) {
+			cut-- // a token may hold part of a character
+		}
+		unit := s.begin + s.text[:cut] + end
+		n := f.c.Text(unit)
+		if n <= target {
+			f.st.keptSum += n - s.tokens
+			s.unit, s.tokens, s.shortened = unit, n, true
+			return true
+		}
+		keep -= n - target
+	}
+	return false
+}
+
+// result renders the prompt in the current state.
+func (f *fitter) result() Result {
+	var b strings.Builder
+	rest := false
+	if f.st.kept > 0 {
+		b.WriteString(sourcesHeader)
+		for _, s := range f.sources {
+			if s.kept {
+				b.WriteString(s.unit)
+			}
+		}
+		rest = true
+	}
+	var d Dropped
+	for _, s := range f.sources {
+		switch {
+		case !s.kept:
+			d.Sources = append(d.Sources, s.label)
+		case s.shortened:
+			d.Shortened = append(d.Shortened, s.label)
+		}
+	}
+	if n := len(d.Sources); n > 0 {
+		b.WriteString(sourcesMarker(n))
+		rest = true
+	}
+	first := f.firstTurn(f.st)
+	if first > 0 {
+		b.WriteString(turnsMarker(first))
+		rest = true
+	}
+	d.Turns = first
+
+	msgs := make([]tokens.Message, 0, 1+len(f.in.Messages)-first)
+	switch {
+	case rest && f.in.System != "":
+		msgs = append(msgs, tokens.Message{Role: "system", Content: f.in.System + sep + b.String()})
+	case rest:
+		msgs = append(msgs, tokens.Message{Role: "system", Content: b.String()})
+	case f.in.System != "":
+		msgs = append(msgs, tokens.Message{Role: "system", Content: f.in.System})
+	}
+	msgs = append(msgs, f.in.Messages[first:]...)
+	return Result{
+		Messages:     msgs,
+		PromptTokens: f.tokens(f.st),
+		Truncated:    d.Turns > 0 || len(d.Sources) > 0 || len(d.Shortened) > 0,
+		Dropped:      d,
+	}
+}
+
+// The text Fit adds to the system message. Every piece after the system
+// prompt starts with a character that is not white space and ends with a
+// newline: both tokenizers' pre-tokenization (the split regexps of
+// cl100k_base and o200k_base) always splits there, so no token spans two
+// pieces and the count of the whole is the sum of the counts of the pieces.
+const (
+	// sep separates the system prompt from what follows it.
+	sep = "\n\n"
+	// sourcesHeader opens the sources block.
+	sourcesHeader = "Sources for this conversation follow, each between its BEGIN and END lines. Cite a source by its number, like [1].\n\n"
+)
+
+// render lays out source number n.
+func render(n int, s Source) source {
+	kind := s.Kind
+	if kind == "" {
+		kind = KindSource
+	}
+	title, url := oneLine(s.Title), oneLine(s.URL)
+	label := cmp.Or(title, url, "source "+strconv.Itoa(n))
+
+	var b strings.Builder
+	b.WriteString("--- BEGIN SOURCE ")
+	b.WriteString(strconv.Itoa(n))
+	b.WriteString(" (")
+	b.WriteString(oneLine(kind))
+	b.WriteString(")")
+	switch {
+	case title != "" && url != "":
+		b.WriteString(": " + title + " <" + url + ">")
+	case title != "":
+		b.WriteString(": " + title)
+	case url != "":
+		b.WriteString(": <" + url + ">")
+	}
+	b.WriteString(" ---\n")
+	begin := b.String()
+	// Invalid UTF-8 would not survive JSON anyway; cleaning it here keeps
+	// the cut in shorten on character boundaries.
+	text := strings.ToValidUTF8(s.Text, "\uFFFD")
+	return source{
+		n:     n,
+		label: label,
+		begin: begin,
+		text:  text,
+		unit:  begin + text + endLine(n),
+	}
+}
+
+// endLine closes source number n. The blank line after it keeps the next
+// piece, which starts with "-" or "[", on a fresh pre-token.
+func endLine(n int) string {
+	return "\n--- END SOURCE " + strconv.Itoa(n) + " ---\n\n"
+}
+
+// shortenedEnd follows the text of source n where it was cut.
+func shortenedEnd(n int) string {
+	return "\n[... passage shortened to fit the context window ...]" + endLine(n)
+}
+
+// sourcesMarker stands for n sources left out.
+func sourcesMarker(n int) string {
+	if n == 1 {
+		return "[... 1 passage omitted to fit the context window ...]\n\n"
+	}
+	return "[... " + strconv.Itoa(n) + " passages omitted to fit the context window ...]\n\n"
+}
+
+// turnsMarker stands for n earlier messages left out; it ends the system
+// message, just before the turns that are kept.
+func turnsMarker(n int) string {
+	if n == 1 {
+		return "[... 1 earlier turn omitted to fit the context window ...]\n"
+	}
+	return "[... " + strconv.Itoa(n) + " earlier turns omitted to fit the context window ...]\n"
+}
+
+// oneLine flattens s to one trimmed line of at most maxLabel runes, valid
+// UTF-8.
+func oneLine(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > maxLabel {
+		s = string([]rune(s)[:maxLabel]) + "..."
+	}
+	return s
+}
