@@ -36,19 +36,16 @@ type server struct {
 	cors *cors.Cors
 }
 
-// New returns the whole HTTP handler. Middleware runs outermost first:
-// begin (the budget's first line, request id, log line), the Origin check,
-// CORS, panic recovery, then the routes.
+// New returns the whole HTTP handler. Middleware runs outermost first, for
+// every request, unknown routes included: begin (the budget's first line,
+// request id, log line), the Origin check, CORS, panic recovery, then the
+// route.
 func New(d Deps) http.Handler {
 	s := &server{Deps: d, cors: newCORS(d.Config.AllowedOrigins)}
 	r := chi.NewRouter()
+	r.Use(s.begin, s.checkOrigin, s.cors.Handler, s.recoverPanics)
 	r.NotFound(s.handleNotFound())
 	r.MethodNotAllowed(s.handleMethodNotAllowed())
 	s.routes(r)
-	var h http.Handler = r
-	h = s.recoverPanics(h)
-	h = s.cors.Handler(h)
-	h = s.checkOrigin(h)
-	h = s.begin(h)
-	return h
+	return r
 }

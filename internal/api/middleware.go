@@ -29,7 +29,9 @@ var (
 func newCORS(origins []string) *cors.Cors {
 	o := cors.Options{
 		AllowedOrigins: origins,
-		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		// Every method, so that a 405 is readable too; the routes decide
+		// what is served.
+		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders: allowedHeaders,
 		ExposedHeaders: exposedHeaders,
 		MaxAge:         600,
