@@ -14,13 +14,13 @@ import (
 
 // Limits of a chat request, enforced with 400/413 before any upstream call.
 const (
-	MaxBodyBytes      = 16 << 20 // whole body, documents' base64 included
-	MaxMessages       = 50
-	MaxMessageChars   = 100_000
-	MaxSources        = 50
-	MaxSourceChars    = 100_000
-	MaxSourceTitle    = 500
-	MaxClientTimeout  = 24 * 60 * 60 * 1000 // ms; larger is surely a mistake
+	MaxBodyBytes     = 16 << 20 // whole body, documents' base64 included
+	MaxMessages      = 50
+	MaxMessageChars  = 100_000
+	MaxSources       = 50
+	MaxSourceChars   = 100_000
+	MaxSourceTitle   = 500
+	MaxClientTimeout = 24 * 60 * 60 * 1000 // ms; larger is surely a mistake
 )
 
 // ChatRequest is the body of POST /api/chat.

@@ -60,7 +60,9 @@ func TestErrorTable(t *testing.T) {
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			return r
 		}},
-		{code: "rate_limited", status: 429, retryable: true, request: func() *http.Request { return chatRequest(ask("[[sim:throttle s=59]] x"), "x-client-timeout-ms", "30000") }, wantUpCall: true},
+		{code: "rate_limited", status: 429, retryable: true, request: func() *http.Request {
+			return chatRequest(ask("[[sim:throttle s=59]] x"), "x-client-timeout-ms", "30000")
+		}, wantUpCall: true},
 		{code: "upstream_error", status: 502, retryable: true, request: func() *http.Request { return chatRequest(ask("[[sim:reset]] x")) }, wantUpCall: true},
 		{code: "upstream_unavailable", status: 503, retryable: true, request: func() *http.Request { return chatRequest(ask("[[sim:status code=503]] x")) }, wantUpCall: true},
 		{code: "deadline_exceeded", status: 500, request: func() *http.Request { return chatRequest(ask("[[sim:hang]] x")) }, wantUpCall: true},
