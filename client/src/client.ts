@@ -1,0 +1,405 @@
+import { decide, serverWaitMs, type Decision, type HeaderReader, type Reason, type RetryPolicy } from './rule.js';
+
+/** The response shape the client needs: the browser's Response and SPFx's HttpClientResponse both match it. */
+export interface ResponseLike {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly headers: HeaderReader;
+  text(): Promise<string>;
+}
+
+/** One HTTP request, as the client hands it to a {@link Transport}. */
+export interface TransportRequest {
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Sends one request. It resolves with the response whatever its status and
+ * rejects only on a network error or an abort, as `fetch` and SPFx's
+ * clients do.
+ */
+export type Transport = (url: string, request: TransportRequest) => Promise<ResponseLike>;
+
+/** The part of `window.fetch` the client uses. */
+export type FetchLike = (url: string, init: TransportRequest) => Promise<ResponseLike>;
+
+/** Uses the browser's (or Node's) `fetch`, looked up when the request is sent unless one is given. */
+export function fetchTransport(fetchImpl?: FetchLike): Transport {
+  return (url, request) => (fetchImpl ?? (globalThis.fetch as unknown as FetchLike))(url, request);
+}
+
+/**
+ * The structural shape of SPFx's `HttpClient` and `AadHttpClient`
+ * (`@microsoft/sp-http`): `post(url, configuration, options)` and
+ * `get(url, configuration, options)`, resolving with a response whose `ok` is
+ * false on error statuses. Nothing is imported from SPFx at run time.
+ */
+export interface SpfxHttpClientLike {
+  post(url: string, configuration: unknown, options: SpfxRequestOptions): Promise<ResponseLike>;
+  get?(url: string, configuration: unknown, options: SpfxRequestOptions): Promise<ResponseLike>;
+}
+
+/** The subset of SPFx's `IHttpClientOptions` (a `RequestInit`) the client sets. */
+export interface SpfxRequestOptions {
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Adapts an SPFx `HttpClient` or `AadHttpClient` to a {@link Transport}.
+ * `configuration` is the client's `configurations.v1`
+ * (`AadHttpClient.configurations.v1`). The client also races every attempt
+ * against its own timeout, so an attempt ends on time even if a transport
+ * ignored `signal`.
+ */
+export function spfxTransport(client: SpfxHttpClientLike, configuration: unknown): Transport {
+  return (url, { method, headers, body, signal }) => {
+    const options: SpfxRequestOptions = body === undefined ? { headers, signal } : { headers, body, signal };
+    if (method === 'GET' && client.get) return client.get(url, configuration, options);
+    return client.post(url, configuration, options);
+  };
+}
+
+/** Time, injectable for tests. `now` is in ms; the timer returns its own cancel function. */
+export interface Clock {
+  now(): number;
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+/** The real clock: Date.now and setTimeout. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(ms, fn) {
+    const id = setTimeout(fn, ms);
+    return () => clearTimeout(id);
+  },
+};
+
+/** What the `onAttempt` hook hears after every attempt, for telemetry and UI. */
+export interface AttemptEvent {
+  /** 1-based attempt number. */
+  attempt: number;
+  /** HTTP status, or 0 for a network error or an attempt timeout. */
+  status: number;
+  /** How long the attempt took, in ms. */
+  elapsedMs: number;
+  /** 'success' for a 2xx, else the rule's reason. */
+  decision: 'success' | Reason;
+  /** True when another attempt follows. */
+  retry: boolean;
+  /** The pause before the next attempt (or the wait that did not fit), in ms. */
+  waitMs: number;
+  /** True when the attempt was judged a timeout. */
+  timeout: boolean;
+  /** The server's x-request-id, when it answered. */
+  requestId?: string;
+  /** The server's error code, when it sent one. */
+  code?: string;
+}
+
+/** Options of a {@link TimeboxClient}; every per-call option can be overridden in {@link CallOptions}. */
+export interface TimeboxClientOptions {
+  /** The Function App's base URL, e.g. `https://contoso-timebox.azurewebsites.net`. Routes are under `/api`. */
+  baseUrl: string;
+  /** How requests are sent. Default: {@link fetchTransport} with the global fetch. */
+  transport?: Transport;
+  /** Headers sent on every request, e.g. `{ 'x-functions-key': key }`. */
+  headers?: Record<string, string>;
+  /** The retry rule's parameters (defaults: 3 attempts, 30 s threshold, 30 s wait cap). */
+  policy?: RetryPolicy;
+  /** Each attempt's own timeout, sent as `x-client-timeout-ms`. Default 230 000 ms (the platform's limit). */
+  attemptTimeoutMs?: number;
+  /** Overall deadline for a call, all attempts and waits included, in ms. Default: none. */
+  deadlineMs?: number;
+  /** Called after every attempt. Exceptions it throws are ignored. */
+  onAttempt?: (event: AttemptEvent) => void;
+  /** Injected time, for tests. Default {@link systemClock}. */
+  clock?: Clock;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Cancels the attempt in flight and any backoff at once; the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+  attemptTimeoutMs?: number;
+  deadlineMs?: number;
+  onAttempt?: (event: AttemptEvent) => void;
+}
+
+/** A chat message; the system prompt is the server's. */
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+/** The body of `POST /api/chat` (CONTRACT.md section 4). */
+export interface ChatRequest {
+  messages: ChatMessage[];
+  sources?: { title?: string; url?: string; text: string }[];
+  documents?: { name: string; contentType: string; data: string }[];
+  urls?: string[];
+  maxTokens?: number;
+}
+
+/** A 200 from `POST /api/chat`. */
+export interface ChatResponse {
+  answer: string;
+  finishReason: 'stop' | 'length' | 'content_filter' | string;
+  usage: Record<string, number>;
+  requestId: string;
+  elapsedMs: number;
+  upstreamAttempts: number;
+  truncated: unknown;
+}
+
+/** What {@link TimeboxError} carries besides its message. */
+export interface TimeboxErrorDetails {
+  status: number;
+  code: string;
+  serverMessage?: string;
+  requestId?: string;
+  attempts: number;
+  elapsedMs: number;
+  retryAfterMs?: number;
+  timeout: boolean;
+  reason: Reason | 'invalid_response';
+}
+
+/**
+ * The readable error a call rejects with when it gives up: `message` is fit
+ * for an end user; the fields say what happened.
+ */
+export class TimeboxError extends Error implements TimeboxErrorDetails {
+  /** The last HTTP status, or 0 for a network error or an attempt timeout. */
+  readonly status: number;
+  /** The server's stable error code, or 'network_error', 'attempt_timeout', 'invalid_response'. */
+  readonly code: string;
+  /** The server's own message, when it sent one. */
+  readonly serverMessage?: string;
+  /** The server's request id (body or x-request-id), when it answered. */
+  readonly requestId?: string;
+  /** Attempts made. */
+  readonly attempts: number;
+  /** Time spent on the whole call, waits included, in ms. */
+  readonly elapsedMs: number;
+  /** The wait the server asked for (Retry-After / retry-after-ms), in ms. */
+  readonly retryAfterMs?: number;
+  /** True when the call ended in a timeout: a slow failure, the server's deadline_exceeded, or an attempt timeout. */
+  readonly timeout: boolean;
+  /** The rule's reason for stopping. */
+  readonly reason: Reason | 'invalid_response';
+
+  constructor(message: string, d: TimeboxErrorDetails) {
+    super(message);
+    this.name = 'TimeboxError';
+    this.status = d.status;
+    this.code = d.code;
+    this.serverMessage = d.serverMessage;
+    this.requestId = d.requestId;
+    this.attempts = d.attempts;
+    this.elapsedMs = d.elapsedMs;
+    this.retryAfterMs = d.retryAfterMs;
+    this.timeout = d.timeout;
+    this.reason = d.reason;
+  }
+}
+
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 230_000;
+
+/** Calls a timebox Function App, retrying only fast failures. */
+export class TimeboxClient {
+  private readonly options: TimeboxClientOptions;
+
+  constructor(options: TimeboxClientOptions) {
+    this.options = { ...options, baseUrl: options.baseUrl.replace(/\/+$/, '') };
+  }
+
+  /** Asks `POST /api/chat`; rejects with a {@link TimeboxError} (or the signal's reason when aborted). */
+  chat(request: ChatRequest, options: CallOptions = {}): Promise<ChatResponse> {
+    return this.send<ChatResponse>('POST', '/api/chat', request, options);
+  }
+
+  /** Reads `GET /api/health`. */
+  health(options: CallOptions = {}): Promise<{ status: string; version?: string }> {
+    return this.send('GET', '/api/health', undefined, options);
+  }
+
+  /** Sends one logical request with the rule and returns the parsed JSON of the first 2xx. */
+  async send<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}): Promise<T> {
+    const o = this.options;
+    const clock = o.clock ?? systemClock;
+    const transport = o.transport ?? fetchTransport();
+    const policy = o.policy ?? {};
+    const signal = options.signal;
+    const attemptTimeoutMs = options.attemptTimeoutMs ?? o.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+    const deadlineMs = options.deadlineMs ?? o.deadlineMs;
+    const start = clock.now();
+    const deadline = deadlineMs === undefined ? Infinity : start + deadlineMs;
+    const notify = (e: AttemptEvent) => {
+      for (const hook of [o.onAttempt, options.onAttempt]) {
+        try {
+          hook?.(e);
+        } catch {
+          // A telemetry hook must not change the call's outcome.
+        }
+      }
+    };
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      // The attempt may use no more than the time left, and tells the server
+      // so: the server answers before x-client-timeout-ms runs out.
+      const timeoutMs = Math.max(1, Math.floor(Math.min(attemptTimeoutMs, deadline - clock.now())));
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        ...o.headers,
+        ...options.headers,
+        'x-client-timeout-ms': String(timeoutMs),
+      };
+      if (payload !== undefined) headers['content-type'] = 'application/json';
+      const attemptAbort = new AbortController();
+      let timedOut = false;
+      const cancelTimer = clock.setTimer(timeoutMs, () => {
+        timedOut = true;
+        attemptAbort.abort(new DOMException('attempt timed out', 'TimeoutError'));
+      });
+      const onCallerAbort = () => attemptAbort.abort(signal?.reason);
+      signal?.addEventListener('abort', onCallerAbort, { once: true });
+
+      const t0 = clock.now();
+      let response: ResponseLike | undefined;
+      let text = '';
+      try {
+        response = await raceAbort(transport(o.baseUrl + path, { method, headers, body: payload, signal: attemptAbort.signal }), attemptAbort.signal);
+        text = await raceAbort(response.text(), attemptAbort.signal);
+      } catch {
+        if (signal?.aborted) throw signal.reason;
+        // A network error (before or during the body) or the attempt's own
+        // timeout: both count as status 0 for the rule.
+        response = undefined;
+      } finally {
+        cancelTimer();
+        signal?.removeEventListener('abort', onCallerAbort);
+      }
+      const now = clock.now();
+      const elapsedMs = now - t0;
+      const status = response?.status ?? 0;
+      const parsed = parseJson(text);
+      const requestId = str(parsed?.error?.requestId) ?? str(parsed?.requestId) ?? response?.headers.get('x-request-id') ?? undefined;
+      const code = str(parsed?.error?.code);
+
+      if (response?.ok) {
+        notify({ attempt, status, elapsedMs, decision: 'success', retry: false, waitMs: 0, timeout: false, requestId });
+        if (parsed === undefined) {
+          throw new TimeboxError('The service sent an answer that could not be read.', {
+            status, code: 'invalid_response', requestId, attempts: attempt, elapsedMs: now - start, timeout: false, reason: 'invalid_response',
+          });
+        }
+        return parsed as T;
+      }
+
+      const decision = decide(policy, {
+        attempt, elapsedMs, status, headers: response?.headers ?? null, remainingMs: deadline - now, nowMs: now,
+      });
+      notify({ attempt, status, elapsedMs, decision: decision.reason, retry: decision.retry, waitMs: decision.waitMs, timeout: decision.timeout || timedOut, requestId, code });
+      if (!decision.retry) {
+        const retryAfterMs = serverWaitMs(response?.headers, now);
+        const details: TimeboxErrorDetails = {
+          status,
+          code: code ?? (response ? `http_${status}` : timedOut ? 'attempt_timeout' : 'network_error'),
+          serverMessage: str(parsed?.error?.message),
+          requestId,
+          attempts: attempt,
+          elapsedMs: now - start,
+          retryAfterMs,
+          timeout: decision.timeout || timedOut || code === 'deadline_exceeded',
+          reason: decision.reason,
+        };
+        throw new TimeboxError(readable(details, decision, timeoutMs), details);
+      }
+      await sleep(clock, decision.waitMs, signal);
+    }
+  }
+}
+
+/** Creates a {@link TimeboxClient}. */
+export function createClient(options: TimeboxClientOptions): TimeboxClient {
+  return new TimeboxClient(options);
+}
+
+function readable(d: TimeboxErrorDetails, decision: Decision, timeoutMs: number): string {
+  let msg: string;
+  if (d.serverMessage) msg = d.serverMessage;
+  else if (d.status === 0 && d.code === 'attempt_timeout') msg = `The service did not answer within ${seconds(timeoutMs)} s.`;
+  else if (d.status === 0) msg = 'The service could not be reached.';
+  else msg = `The service answered with HTTP ${d.status}.`;
+  if (decision.reason === 'wait_too_long') {
+    msg = `${withStop(msg)} Try again in ${seconds(decision.waitMs)} s.`;
+  } else if (decision.reason === 'slow_failure' && !d.serverMessage) {
+    msg = `${withStop(msg)} It took ${seconds(d.elapsedMs)} s, so it was not retried.`;
+  }
+  return msg;
+}
+
+function withStop(s: string): string {
+  return /[.!?]$/.test(s) ? s : `${s}.`;
+}
+
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function parseJson(text: string): any {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Settles with p, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Waits ms on the clock, rejecting with the signal's reason at once when it aborts. */
+function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason);
+    };
+    const cancel = clock.setTimer(ms, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

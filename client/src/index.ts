@@ -1,0 +1,11 @@
+/**
+ * @timebox/client: call a timebox Function App from the browser or an SPFx
+ * web part, retrying only fast failures.
+ */
+export { decide, backoffMs, serverWaitMs, parseHttpDate, DEFAULTS } from './rule.js';
+export type { Reason, RetryPolicy, HeaderReader, FailedAttempt, Decision } from './rule.js';
+export { TimeboxClient, TimeboxError, createClient, fetchTransport, spfxTransport, systemClock } from './client.js';
+export type {
+  AttemptEvent, CallOptions, ChatMessage, ChatRequest, ChatResponse, Clock, FetchLike, ResponseLike,
+  SpfxHttpClientLike, SpfxRequestOptions, TimeboxClientOptions, TimeboxErrorDetails, Transport, TransportRequest,
+} from './client.js';
