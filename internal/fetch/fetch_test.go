@@ -1,0 +1,373 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/timebox-dev/timebox/internal/memnet"
+)
+
+// publicIP stands for a public web server; every dial the test network
+// allows lands on the test's in-memory server, whatever the address.
+const publicIP = "93.184.216.34"
+
+// fakeDNS answers from a table; a host with several answer sets gives the
+// next set on each lookup (the last one repeats), which is how a rebinding
+// attacker's DNS server behaves.
+type fakeDNS struct {
+	mu      sync.Mutex
+	answers map[string][][]string
+	calls   map[string]int
+}
+
+func (d *fakeDNS) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sets, ok := d.answers[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	n := d.calls[host]
+	d.calls[host]++
+	set := sets[min(n, len(sets)-1)]
+	var out []net.IPAddr
+	for _, s := range set {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			panic("bad test IP " + s)
+		}
+		out = append(out, net.IPAddr{IP: ip})
+	}
+	return out, nil
+}
+
+// testNet is a Fetcher wired to an in-memory web server through the real
+// code path: the fake DNS answers, the address check runs, and the dial seam
+// records the checked address before connecting to the server.
+type testNet struct {
+	dns    *fakeDNS
+	ln     *memnet.Listener
+	srv    *http.Server
+	mu     sync.Mutex
+	dialed []string
+	agents []string
+}
+
+func newTestNet(t *testing.T) *testNet {
+	n := &testNet{
+		dns: &fakeDNS{calls: map[string]int{}, answers: map[string][][]string{
+			"public.example":           {{publicIP}},
+			"public6.example":          {{"2606:2800:220:1:248:1893:25c8:1946"}},
+			"private.example":          {{"10.0.0.5"}},
+			"metadata.google.internal": {{"169.254.169.254"}},
+			"metadata.azure.internal":  {{"169.254.169.254"}},
+			"mixed.example":            {{publicIP, "192.168.1.1"}},
+			"localhost":                {{"127.0.0.1", "::1"}},
+			"127.0.0.1.nip.io":         {{"127.0.0.1"}},
+			"ula.example":              {{"fd00::1"}},
+			"mapped.example":           {{"::ffff:127.0.0.1"}},
+			"nat64.example":            {{"64:ff9b::a9fe:a9fe"}},
+			"cgnat.example":            {{"100.64.0.1"}},
+			"rebind.example":           {{publicIP}, {"127.0.0.1"}},
+			"rebind-meta.example":      {{publicIP}, {"169.254.169.254"}},
+		}},
+		ln: memnet.Listen(),
+	}
+	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve)}
+	go n.srv.Serve(n.ln) //nolint:errcheck // returns when the test closes it
+	t.Cleanup(func() { n.srv.Close() })
+	return n
+}
+
+func (n *testNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	n.dialed = append(n.dialed, addr)
+	n.mu.Unlock()
+	if strings.HasPrefix(addr, "198.51.100.") || strings.HasPrefix(addr, "[2001:db8") {
+		return nil, errors.New("connection refused")
+	}
+	return n.ln.DialContext(ctx, network, addr)
+}
+
+func (n *testNet) fetcher(o Options) *Fetcher {
+	o.Resolver = n.dns
+	o.DialContext = n.dial
+	return New(o)
+}
+
+func (n *testNet) dials() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.dialed...)
+}
+
+// serve is the in-memory web: /page is an article, /to?u=URL redirects to
+// URL, /loop redirects to itself, /slow never answers, /trickle sends one
+// byte a second, /big is 6 MiB, /image is a PNG, /missing is a 404.
+func (n *testNet) serve(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	n.agents = append(n.agents, r.UserAgent())
+	n.mu.Unlock()
+	switch r.URL.Path {
+	case "/page", "/next":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<html><body><p>hello from %s%s</p></body></html>", r.Host, r.URL.Path)
+	case "/to":
+		http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
+	case "/loop":
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	case "/slow":
+		<-r.Context().Done()
+	case "/trickle":
+		w.Header().Set("Content-Type", "text/plain")
+		for {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	case "/big", "/big-chunked":
+		w.Header().Set("Content-Type", "text/plain")
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Length", fmt.Sprint(6<<20))
+		}
+		chunk := []byte(strings.Repeat("y", 1<<20))
+		for range 6 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	case "/image":
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("\x89PNG\r\n\x1a\n")) //nolint:errcheck
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestFetchNormalPage(t *testing.T) {
+	n := newTestNet(t)
+	f := n.fetcher(Options{UserAgent: "timebox/1.2.3 (+https://github.com/timebox-dev/timebox)"})
+
+	page, err := f.Fetch(t.Context(), "http://public.example/page")
+	require.NoError(t, err)
+	assert.Equal(t, "http://public.example/page", page.URL)
+	assert.Equal(t, "text/html", page.ContentType)
+	assert.Equal(t, "<html><body><p>hello from public.example/page</p></body></html>", string(page.Body))
+	assert.Equal(t, []string{publicIP + ":80"}, n.dials(), "the checked IP is what is dialled, never the name")
+	assert.Equal(t, []string{"timebox/1.2.3 (+https://github.com/timebox-dev/timebox)"}, n.agents)
+
+	// A redirect between public pages is followed, and the final URL
+	// reported.
+	page, err = f.Fetch(t.Context(), "http://public.example/to?u=http://public6.example/next")
+	require.NoError(t, err)
+	assert.Equal(t, "http://public6.example/next", page.URL)
+	assert.Contains(t, string(page.Body), "hello from public6.example/next")
+	assert.Equal(t, "[2606:2800:220:1:248:1893:25c8:1946]:80", n.dials()[2])
+}
+
+// TestFetchIgnoresProxyEnvironment: a proxy in the environment would route
+// every fetch through an address nobody checked. net/http reads the
+// environment once per process, so the transport's Proxy is checked too.
+func TestFetchIgnoresProxyEnvironment(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://10.1.2.3:3128")
+	t.Setenv("http_proxy", "http://10.1.2.3:3128")
+	n := newTestNet(t)
+	f := n.fetcher(Options{})
+	tr, ok := f.client.Transport.(*http.Transport)
+	require.True(t, ok)
+	assert.Nil(t, tr.Proxy)
+	_, err := f.Fetch(t.Context(), "http://public.example/page")
+	require.NoError(t, err)
+	assert.Equal(t, []string{publicIP + ":80"}, n.dials())
+}
+
+func TestFetchSSRFProbesRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+	}{
+		{"loopback", "http://127.0.0.1/"},
+		{"loopback other", "http://127.8.9.10/"},
+		{"decimal IPv4", "http://2130706433/"},
+		{"octal IPv4", "http://0177.0.0.1/"},
+		{"hex IPv4", "http://0x7f.0.0.1/"},
+		{"hex IPv4 whole", "http://0x7f000001/"},
+		{"short IPv4", "http://127.1/"},
+		{"zero", "http://0/"},
+		{"IPv6 loopback", "http://[::1]/"},
+		{"IPv6 unspecified", "http://[::]/"},
+		{"IPv4-mapped loopback", "http://[::ffff:127.0.0.1]/"},
+		{"IPv4-mapped loopback hex", "http://[::ffff:7f00:1]/"},
+		{"IPv4-compatible loopback", "http://[::127.0.0.1]/"},
+		{"metadata", "http://169.254.169.254/latest/meta-data/"},
+		{"metadata mapped", "http://[::ffff:169.254.169.254]/metadata/identity/oauth2/token"},
+		{"metadata NAT64", "http://[64:ff9b::a9fe:a9fe]/"},
+		{"loopback 6to4", "http://[2002:7f00:1::1]/"},
+		{"metadata name google", "http://metadata.google.internal/computeMetadata/v1/"},
+		{"metadata name azure", "http://metadata.azure.internal/"},
+		{"name resolving private", "http://private.example/"},
+		{"name resolving public and private", "http://mixed.example/"},
+		{"localhost", "http://localhost/"},
+		{"name embedding loopback", "http://127.0.0.1.nip.io/"},
+		{"name resolving ULA", "http://ula.example/"},
+		{"name resolving mapped loopback", "http://mapped.example/"},
+		{"name resolving NAT64 metadata", "http://nat64.example/"},
+		{"name resolving CGNAT", "http://cgnat.example/"},
+		{"RFC 1918 10/8", "http://10.0.0.1/"},
+		{"RFC 1918 172.16/12", "http://172.16.0.1/"},
+		{"RFC 1918 192.168/16", "https://192.168.0.1/"},
+		{"CGNAT", "http://100.64.0.1/"},
+		{"this network", "http://0.0.0.0/"},
+		{"multicast", "http://224.0.0.1/"},
+		{"broadcast", "http://255.255.255.255/"},
+		{"documentation", "http://192.0.2.1/"},
+		{"IPv6 ULA", "http://[fd00::1]/"},
+		{"IPv6 link-local", "http://[fe80::1]/"},
+		{"IPv6 link-local with zone", "http://[fe80::1%25eth0]/"},
+		{"IPv6 multicast", "http://[ff02::1]/"},
+		{"file scheme", "file:///etc/passwd"},
+		{"gopher scheme", "gopher://public.example/"},
+		{"ftp scheme", "ftp://public.example/"},
+		{"no scheme", "//public.example/page"},
+		{"credentials", "http://user:secret@public.example/page"},
+		{"port 8080", "http://public.example:8080/page"},
+		{"port 22", "http://public.example:22/"},
+		{"redirect to loopback", "http://public.example/to?u=http://127.0.0.1/"},
+		{"redirect to metadata", "http://public.example/to?u=http://169.254.169.254/latest/meta-data/"},
+		{"redirect to private name", "http://public.example/to?u=http://private.example/"},
+		{"redirect to decimal IPv4", "http://public.example/to?u=http://2130706433/"},
+		{"redirect to file", "http://public.example/to?u=file:///etc/passwd"},
+		{"redirect to IPv6 loopback", "http://public.example/to?u=http://[::1]:80/"},
+		{"rebinding to loopback", "http://rebind.example/to?u=/next"},
+		{"rebinding to metadata", "http://rebind-meta.example/to?u=/next"},
+	}
+	require.GreaterOrEqual(t, len(tests), 25)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTestNet(t)
+			_, err := n.fetcher(Options{}).Fetch(t.Context(), tt.url)
+			require.ErrorIs(t, err, ErrBlocked)
+			assert.NotErrorIs(t, err, ErrUnreachable)
+			var fe *Error
+			require.ErrorAs(t, err, &fe)
+			assert.NotContains(t, fe.URL, "secret")
+			assert.Contains(t, err.Error(), strings.ReplaceAll(tt.url, "user:secret@", "user:xxxxx@"))
+			for _, d := range n.dials() {
+				assert.Equal(t, publicIP+":80", d, "only the public address is ever dialled")
+			}
+		})
+	}
+}
+
+// TestRebindingChecksEveryConnection: the rebinding name resolved public
+// for the first connection and loopback for the second; the second was
+// refused because the check runs at each dial, not once per URL.
+func TestRebindingChecksEveryConnection(t *testing.T) {
+	n := newTestNet(t)
+	_, err := n.fetcher(Options{}).Fetch(t.Context(), "http://rebind.example/to?u=/next")
+	require.ErrorIs(t, err, ErrBlocked)
+	assert.Contains(t, err.Error(), "127.0.0.1")
+	assert.Equal(t, 2, n.dns.calls["rebind.example"])
+	assert.Equal(t, []string{publicIP + ":80"}, n.dials())
+}
+
+func TestFetchUnreachable(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+		opts Options
+		msg  string
+	}{
+		{name: "404", url: "http://public.example/missing", msg: "status 404"},
+		{name: "unknown name", url: "http://nowhere.example/", msg: "no such host"},
+		{name: "connection refused", url: "http://198.51.100.7/", msg: "blocked"},
+		{name: "type not allowed", url: "http://public.example/image", msg: "image/png"},
+		{name: "too big by content-length", url: "http://public.example/big", msg: "over the"},
+		{name: "too big while reading", url: "http://public.example/big-chunked", msg: "over the"},
+		{name: "redirect loop", url: "http://public.example/loop", msg: "more than 5 redirects"},
+		{name: "redirects off", url: "http://public.example/to?u=/page", opts: Options{MaxRedirects: -1}, msg: "more than 0 redirects"},
+		{name: "malformed", url: "http://public.example/%zz", msg: "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTestNet(t)
+			_, err := n.fetcher(tt.opts).Fetch(t.Context(), tt.url)
+			if tt.name == "connection refused" {
+				// 198.51.100.0/24 is documentation space: refused
+				// before any dial.
+				require.ErrorIs(t, err, ErrBlocked)
+				return
+			}
+			require.ErrorIs(t, err, ErrUnreachable)
+			assert.NotErrorIs(t, err, ErrBlocked)
+			assert.Contains(t, err.Error(), tt.url)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+// TestFetchDialFailure: a connection that fails is unreachable, naming the
+// URL.
+func TestFetchDialFailure(t *testing.T) {
+	n := newTestNet(t)
+	f := New(Options{Resolver: n.dns, DialContext: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("connection refused")
+	}})
+	_, err := f.Fetch(t.Context(), "http://public.example/page")
+	require.ErrorIs(t, err, ErrUnreachable)
+	assert.Contains(t, err.Error(), "http://public.example/page")
+	assert.Contains(t, err.Error(), "connection refused")
+}
+
+// TestFetchDeadlineVirtualTime: a page that never answers, or answers too
+// slowly, ends at exactly the fetch's deadline (its own Timeout, or the
+// caller's when that is sooner), with an error that is DeadlineExceeded and
+// names the URL.
+func TestFetchDeadlineVirtualTime(t *testing.T) {
+	tests := []struct {
+		name     string
+		path     string
+		timeout  time.Duration
+		callerIn time.Duration
+		want     time.Duration
+	}{
+		{name: "no answer, own timeout", path: "/slow", timeout: 15 * time.Second, callerIn: time.Minute, want: 15 * time.Second},
+		{name: "no answer, caller sooner", path: "/slow", timeout: 15 * time.Second, callerIn: 4 * time.Second, want: 4 * time.Second},
+		{name: "trickling body", path: "/trickle", timeout: 15 * time.Second, callerIn: time.Minute, want: 15 * time.Second},
+		{name: "default timeout", path: "/slow", callerIn: time.Minute, want: DefaultTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newTestNet(t)
+				f := n.fetcher(Options{Timeout: tt.timeout})
+				ctx, cancel := context.WithTimeout(t.Context(), tt.callerIn)
+				defer cancel()
+				url := "http://public.example" + tt.path
+				start := time.Now()
+				_, err := f.Fetch(ctx, url)
+				assert.Equal(t, tt.want, time.Since(start))
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.NotErrorIs(t, err, ErrUnreachable)
+				assert.Contains(t, err.Error(), url)
+				n.srv.Close()
+			})
+		})
+	}
+}
