@@ -68,7 +68,6 @@ func (s *server) handleChat() http.HandlerFunc {
 			maxTokens = *req.MaxTokens
 		}
 		msgs := s.assemble(req)
-		rec.promptTokens = s.Tokens.Prompt(toTokenMessages(msgs))
 
 		resp, err := s.Chat.Complete(ctx, aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)})
 		if err != nil {
