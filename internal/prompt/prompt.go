@@ -23,9 +23,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -45,6 +48,13 @@ const (
 // this, the passage is dropped instead: a stub of a few words is not worth
 // its header.
 const MinShortened = 32
+
+// maxBytesPerToken bounds the bytes of a source Fit counts, per token of
+// budget: text beyond budget*maxBytesPerToken bytes is cut before counting.
+// Prose, code and CJK run 1-5 bytes a token, so what is cut could never have
+// fit; text that runs longer per token (long runs of spaces) is still cut
+// correctly, only earlier than it had to be.
+const maxBytesPerToken = 16
 
 // maxLabel caps the runes of a title or URL in a source's BEGIN line, so that
 // a hostile title cannot crowd out the passages.
@@ -140,21 +150,23 @@ func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if lim.ContextWindow <= 0 || lim.MaxTokens < 0 || lim.TPM < 0 {
 		return Result{}, fmt.Errorf("%w: context window %d, max tokens %d, tpm %d", ErrInvalidLimits, lim.ContextWindow, lim.MaxTokens, lim.TPM)
 	}
-	f := newFitter(c, in)
-	question := c.Text(in.Messages[len(in.Messages)-1].Content)
-
-	minimal := f.tokens(f.minimal())
-	ctxBudget := lim.ContextWindow - lim.MaxTokens
-	if minimal > ctxBudget {
-		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxBudget, 0), Question: question}
-	}
-	budget := ctxBudget
+	// The budget is known before anything is counted, and the smallest
+	// prompt needs only the system prompt, the question and the markers: a
+	// request that can never fit fails before its bulk is counted.
+	budget := lim.ContextWindow - lim.MaxTokens
 	if lim.TPM > 0 {
-		if minimal+lim.MaxTokens > lim.TPM {
-			return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
-		}
 		budget = min(budget, lim.TPM-lim.MaxTokens)
 	}
+	f := newFitter(c, in, max(budget, 0)*maxBytesPerToken)
+	minimal := f.tokens(f.minimal())
+	question := f.turns[len(f.turns)-1] - c.Message(tokens.Message{Role: in.Messages[len(in.Messages)-1].Role})
+	if ctxBudget := lim.ContextWindow - lim.MaxTokens; minimal > ctxBudget {
+		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxBudget, 0), Question: question}
+	}
+	if lim.TPM > 0 && minimal+lim.MaxTokens > lim.TPM {
+		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
+	}
+	f.count()
 	f.trim(budget)
 	return f.result(), nil
 }
@@ -199,7 +211,11 @@ type source struct {
 	shortened bool
 }
 
-func newFitter(c *tokens.Counter, in Input) *fitter {
+// newFitter renders the pieces of in and counts the small ones: the system
+// prompt, the header and the question. Sources longer than maxBytes are cut
+// to maxBytes before anything else: they cannot fit whole, and counting
+// megabytes of a document only to cut it costs seconds.
+func newFitter(c *tokens.Counter, in Input, maxBytes int) *fitter {
 	f := &fitter{
 		c:        c,
 		in:       in,
@@ -216,25 +232,75 @@ func newFitter(c *tokens.Counter, in Input) *fitter {
 	}
 	f.sources = make([]source, len(in.Sources))
 	for i, s := range in.Sources {
-		r := render(i+1, s)
-		r.tokens = c.Text(r.unit)
-		r.kept = true
-		f.sources[i] = r
-		f.st.kept++
-		f.st.keptSum += r.tokens
+		f.sources[i] = render(i+1, s, maxBytes)
 	}
 	last := len(in.Messages) - 1
 	f.turns = make([]int, len(in.Messages))
-	for i, m := range in.Messages {
-		f.turns[i] = c.Message(m)
+	f.turns[last] = c.Message(in.Messages[last])
+	for i, m := range in.Messages[:last] {
 		// A group is a user turn with the replies that follow it, so that
 		// dropping the oldest group never leaves a reply without its
 		// question. History that opens with replies makes a group of its own.
-		if i < last && (i == 0 || m.Role == "user") {
+		if i == 0 || m.Role == "user" {
 			f.starts = append(f.starts, i)
 		}
 	}
 	return f
+}
+
+// count counts the sources and the history turns and keeps them all.
+func (f *fitter) count() {
+	last := len(f.in.Messages) - 1
+	size := 0
+	for _, s := range f.sources {
+		size += len(s.unit)
+	}
+	for _, m := range f.in.Messages[:last] {
+		size += len(m.Content)
+	}
+	// Counting is what Fit spends its time on (2-4 MB/s on one core), and
+	// each piece is counted on its own, so a big request spreads over the
+	// processors.
+	each(len(f.sources)+last, size, func(i int) {
+		if i < len(f.sources) {
+			f.sources[i].tokens = f.c.Text(f.sources[i].unit)
+			return
+		}
+		i -= len(f.sources)
+		f.turns[i] = f.c.Message(f.in.Messages[i])
+	})
+	for i := range f.sources {
+		f.sources[i].kept = true
+		f.st.kept++
+		f.st.keptSum += f.sources[i].tokens
+	}
+}
+
+// parallelBytes is the size of input from which each spreads its work over
+// the processors; below it, goroutines cost more than they save.
+const parallelBytes = 32 << 10
+
+// each calls f(0) ... f(n-1), on up to GOMAXPROCS goroutines when size (the
+// bytes the calls work on) is at least parallelBytes, and returns when all
+// calls have returned.
+func each(n, size int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if size < parallelBytes || workers < 2 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // minimal is the state with every history turn and every source dropped.
@@ -432,8 +498,8 @@ const (
 	sourcesHeader = "Sources for this conversation follow, each between its BEGIN and END lines. Cite a source by its number, like [1].\n\n"
 )
 
-// render lays out source number n.
-func render(n int, s Source) source {
+// render lays out source number n, cutting its text to maxBytes.
+func render(n int, s Source, maxBytes int) source {
 	kind := s.Kind
 	if kind == "" {
 		kind = KindSource
@@ -460,13 +526,17 @@ func render(n int, s Source) source {
 	// Invalid UTF-8 would not survive JSON anyway; cleaning it here keeps
 	// the cut in shorten on character boundaries.
 	text := strings.ToValidUTF8(s.Text, "\uFFFD")
-	return source{
-		n:     n,
-		label: label,
-		begin: begin,
-		text:  text,
-		unit:  begin + text + endLine(n),
+	r := source{n: n, label: label, begin: begin, text: text, unit: begin + text + endLine(n)}
+	if len(text) > maxBytes {
+		cut := maxBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		r.text = text[:cut]
+		r.unit = begin + r.text + shortenedEnd(n)
+		r.shortened = true
 	}
+	return r
 }
 
 // endLine closes source number n. The blank line after it keeps the next

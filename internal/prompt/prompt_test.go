@@ -438,3 +438,27 @@ func TestFitRefusesBadInput(t *testing.T) {
 		assert.False(t, errors.As(err, &tl))
 	}
 }
+
+func TestFitCutsHugeSourcesBeforeCounting(t *testing.T) {
+	c := counter(t, "gpt-4o")
+	huge := strings.Repeat(words("megabyte", 1000)+"\n", 500) // 5 MB: about 2 s to count whole
+	in := prompt.Input{
+		System:   "S",
+		Messages: conversation(0),
+		Sources: []prompt.Source{
+			{Title: "small", Text: "A small passage."},
+			{Title: "huge.pdf", Kind: prompt.KindDocument, Text: huge},
+			{Title: "spaces", Text: strings.Repeat(" ", 100000) + "end"},
+		},
+	}
+	lim := prompt.Limits{ContextWindow: 4000, MaxTokens: 1000}
+	res, err := prompt.Fit(c, in, lim)
+	require.NoError(t, err)
+	checkFits(t, c, in, lim, res)
+	assert.Empty(t, res.Dropped.Sources)
+	assert.ElementsMatch(t, []string{"huge.pdf", "spaces"}, res.Dropped.Shortened, "both cut, both marked")
+	sys := res.Messages[0].Content
+	assert.Equal(t, 2, strings.Count(sys, "[... passage shortened to fit the context window ...]"))
+	assert.True(t, strings.Contains(sys, "A small passage."))
+	assert.Less(t, len(sys), 2*3000*16+1000, "each source cut to 16 bytes a token of budget before counting")
+}

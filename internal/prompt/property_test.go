@@ -106,9 +106,10 @@ func checkProperty(t *testing.T, c *tokens.Counter, in prompt.Input, lim prompt.
 func TestFitProperty(t *testing.T) {
 	for _, model := range []string{"gpt-4", "gpt-4o"} {
 		t.Run(model, func(t *testing.T) {
+			t.Parallel()
 			c := counter(t, model)
 			r := rand.New(rand.NewPCG(1, uint64(len(model))))
-			n := 300
+			n := 200
 			if testing.Short() {
 				n = 50
 			}
