@@ -1,6 +1,7 @@
 package aoaitest_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,14 @@ func FuzzFindDirective(f *testing.F) {
 		require.True(t, found)
 		assert.Equal(t, d, back)
 	})
+}
+
+func BenchmarkFindDirective(b *testing.B) {
+	text := strings.Repeat("Some ordinary question text. ", 100) + "[[sim:status code=503 after=100 times=2 id=demo]]"
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, _, err := aoaitest.FindDirective(text); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -168,8 +168,9 @@ func (s *Server) Stats() Stats {
 func (s *Server) Requests() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Record, len(s.records))
-	copy(out, s.records)
+	recs := s.records[max(0, len(s.records)-maxRecords):]
+	out := make([]Record, len(recs))
+	copy(out, recs)
 	return out
 }
 
@@ -200,8 +201,10 @@ func (s *Server) finish(rec Record, reset bool) {
 		s.stats.PromptTokens += rec.PromptTokens
 		s.stats.CompletionTokens += rec.CompletionTokens
 	}
-	if len(s.records) == maxRecords {
-		s.records = append(s.records[:0], s.records[1:]...)
+	// Trim in halves so that keeping the last maxRecords costs O(1) per
+	// request on average.
+	if len(s.records) == 2*maxRecords {
+		s.records = append(s.records[:0], s.records[maxRecords:]...)
 	}
 	s.records = append(s.records, rec)
 	s.mu.Unlock()
@@ -218,7 +221,7 @@ func (s *Server) finish(rec Record, reset bool) {
 		slog.Int("completion_tokens", rec.CompletionTokens),
 		slog.String("fault", rec.Fault),
 		slog.Bool("cancelled", rec.Cancelled),
-		slog.Duration("elapsed", rec.Elapsed),
+		slog.Int64("elapsed_ms", rec.Elapsed.Milliseconds()),
 	)
 }
 

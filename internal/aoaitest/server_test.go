@@ -367,6 +367,7 @@ func TestHangIsCancelledByTheClient(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, 200*time.Second, time.Since(start))
 		synctest.Wait() // the handler notices the disconnect
+		require.Len(t, sim.Requests(), 1, "the handler has finished")
 		st := sim.Stats()
 		assert.Equal(t, 1, st.Cancelled)
 		assert.Equal(t, 0, st.Completed)
@@ -390,6 +391,7 @@ func TestCancelledWhileStreaming(t *testing.T) {
 		_, _ = io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		synctest.Wait()
+		require.Len(t, sim.Requests(), 1, "the handler has finished")
 		rec := sim.Requests()[0]
 		assert.True(t, rec.Cancelled)
 		assert.Equal(t, 200, rec.Status)
@@ -603,4 +605,44 @@ func TestLogsNeitherPromptsNorKeys(t *testing.T) {
 	assert.NotContains(t, out, "private")
 	assert.NotContains(t, out, "secret-key")
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one line per request")
+}
+
+func BenchmarkServeHTTP(b *testing.B) {
+	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
+	body := chatBody(recordedPrompt, 1024, false)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/openai/deployments/gpt-4/chat/completions?api-version=2024-10-21", strings.NewReader(body))
+		w := httptest.NewRecorder()
+		sim.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+func BenchmarkServeHTTPStream(b *testing.B) {
+	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
+	body := chatBody(recordedPrompt, 1024, true)
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/openai/deployments/gpt-4/chat/completions?api-version=2024-10-21", strings.NewReader(body))
+		w := httptest.NewRecorder()
+		sim.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+func TestRequestsKeepsTheLast10000(t *testing.T) {
+	sim := aoaitest.New(aoaitest.Options{})
+	for i := range 20001 {
+		req := httptest.NewRequest(http.MethodGet, "/nothing/"+strconv.Itoa(i), nil)
+		sim.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	recs := sim.Requests()
+	require.Len(t, recs, 10000)
+	assert.Equal(t, "/nothing/10001", recs[0].Path)
+	assert.Equal(t, "/nothing/20000", recs[9999].Path)
+	assert.Equal(t, 20001, sim.Stats().Requests)
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+)
+
+// shutdownGrace is how long in-flight requests get to finish on shutdown
+// before their connections are closed (a hung request would wait forever).
+const shutdownGrace = 5 * time.Second
+
+// run parses args, serves the simulator until ctx ends, then shuts down. It
+// returns an error for bad flags or a listener that cannot be opened.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("aoaisim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8081", "address to listen on (port 0 picks a free one)")
+	deployments := fs.String("deployments", aoaitest.DefaultDeployment, "comma-separated deployment names")
+	model := fs.String("model", "", "model name reported in answers (default: derived from the deployment)")
+	apiKey := fs.String("api-key", "", "required api-key header (default $AOAISIM_API_KEY; empty with -bearer unset: no auth)")
+	bearer := fs.Bool("bearer", false, "accept any Authorization: Bearer token")
+	ttft := fs.Duration("ttft", 500*time.Millisecond, "time to first token")
+	perToken := fs.Duration("per-token", 20*time.Millisecond, "time per completion token")
+	tpm := fs.Int("tpm", 0, "tokens-per-minute limit per deployment (0: unlimited)")
+	window := fs.Int("context-window", 0, "context window in tokens (0: by model)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var errs []error
+	if *ttft < 0 || *perToken < 0 {
+		errs = append(errs, errors.New("-ttft and -per-token must not be negative"))
+	}
+	if *tpm < 0 || *window < 0 {
+		errs = append(errs, errors.New("-tpm and -context-window must not be negative"))
+	}
+	var names []string
+	for _, d := range strings.Split(*deployments, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			names = append(names, d)
+		}
+	}
+	if len(names) == 0 {
+		errs = append(errs, errors.New("-deployments names none"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if *apiKey == "" {
+		*apiKey = getenv("AOAISIM_API_KEY")
+	}
+
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+	sim := aoaitest.New(aoaitest.Options{
+		Deployments:      names,
+		Model:            *model,
+		APIKey:           *apiKey,
+		AcceptBearer:     *bearer,
+		TimeToFirstToken: *ttft,
+		PerToken:         *perToken,
+		TPM:              *tpm,
+		ContextWindow:    *window,
+		Logger:           log,
+	})
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           sim,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	auth := "none"
+	switch {
+	case *apiKey != "" && *bearer:
+		auth = "api-key or bearer"
+	case *apiKey != "":
+		auth = "api-key"
+	case *bearer:
+		auth = "bearer"
+	}
+	log.Info("aoaisim listening",
+		slog.String("addr", l.Addr().String()),
+		slog.String("endpoint", "http://"+l.Addr().String()),
+		slog.Any("deployments", names),
+		slog.String("auth", auth),
+		slog.String("ttft", ttft.String()),
+		slog.String("per_token", perToken.String()),
+		slog.Int("tpm", *tpm),
+	)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		// Requests still running (a hang directive) are cut off.
+		_ = srv.Close()
+	}
+	st := sim.Stats()
+	log.Info("aoaisim stopped", slog.Int("requests", st.Requests), slog.Int("completed", st.Completed), slog.Int("cancelled", st.Cancelled))
+	return nil
+}
