@@ -17,6 +17,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -57,7 +58,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	handler := api.New(api.Deps{Config: cfg, Logger: logger, Chat: chat, Tokens: counter, Version: version})
+	handler := api.New(api.Deps{
+		Config: cfg, Logger: logger, Chat: chat, Tokens: counter, Version: version,
+		Fetcher: fetch.New(fetch.Options{
+			Timeout:   cfg.FetchTimeout,
+			UserAgent: "timebox/" + version + " (+https://github.com/timebox-dev/timebox)",
+		}),
+		Extractor: api.LimitedExtractor{},
+	})
 
 	// The Functions host calls http://127.0.0.1:<port>; nothing else needs
 	// to reach the handler.

@@ -22,13 +22,17 @@ type Completer interface {
 	Complete(ctx context.Context, req aoai.Request) (aoai.Response, error)
 }
 
-// Deps are what the handler needs. All fields are required except Version.
+// Deps are what the handler needs. Fetcher and Extractor may be nil: a
+// request with urls or documents is then refused (400); the rest are
+// required but Version.
 type Deps struct {
-	Config  config.Config
-	Logger  *slog.Logger
-	Chat    Completer
-	Tokens  *tokens.Counter
-	Version string
+	Config    config.Config
+	Logger    *slog.Logger
+	Chat      Completer
+	Tokens    *tokens.Counter
+	Fetcher   Fetcher
+	Extractor Extractor
+	Version   string
 }
 
 type server struct {

@@ -3,11 +3,11 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/prompt"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -62,12 +62,30 @@ func (s *server) handleChat() http.HandlerFunc {
 			return
 		}
 		rec := recordFrom(ctx)
+		if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
+			s.fail(w, r, invalid("This service does not read pages or documents."))
+			return
+		}
 
 		maxTokens := s.Config.MaxTokens
 		if req.MaxTokens != nil && *req.MaxTokens < maxTokens {
 			maxTokens = *req.MaxTokens
 		}
-		msgs := s.assemble(req)
+		material, err := s.gather(ctx, req)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		fit, err := s.fit(req, material, maxTokens)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rec.promptTokens, rec.truncated = fit.PromptTokens, fit.Truncated
+		msgs := make([]aoai.Message, len(fit.Messages))
+		for i, m := range fit.Messages {
+			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
+		}
 
 		resp, err := s.Chat.Complete(ctx, aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)})
 		if err != nil {
@@ -88,37 +106,69 @@ func (s *server) handleChat() http.HandlerFunc {
 			RequestID:        requestID(ctx),
 			ElapsedMs:        time.Since(b.Started).Milliseconds(),
 			UpstreamAttempts: resp.Attempts,
+			Truncated:        fit.Truncated,
+			Dropped:          dropped(fit),
 		})
 	}
 }
 
-// assemble builds the upstream messages: the system prompt with the sources
-// block, then the caller's turns.
-func (s *server) assemble(req ChatRequest) []aoai.Message {
-	system := SystemPrompt
-	if len(req.Sources) > 0 {
-		var b strings.Builder
-		b.WriteString(system)
-		b.WriteString("\n\nSources:\n")
-		for i, src := range req.Sources {
-			fmt.Fprintf(&b, "\n[%d] %s %s\n%s\n", i+1, src.Title, src.URL, src.Text)
-		}
-		system = b.String()
+// fit assembles the prompt and makes it fit the context window and the
+// deployment's tokens-per-minute limit, before anything is sent: material
+// that cannot fit is trimmed (oldest turns first, then the longest passages)
+// and a request that can never fit is a 413.
+func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (prompt.Result, error) {
+	in := prompt.Input{System: SystemPrompt, Messages: make([]tokens.Message, len(req.Messages))}
+	for i, m := range req.Messages {
+		in.Messages[i] = tokens.Message{Role: m.Role, Content: m.Content}
 	}
-	msgs := make([]aoai.Message, 0, len(req.Messages)+1)
-	msgs = append(msgs, aoai.Message{Role: "system", Content: system})
-	for _, m := range req.Messages {
-		msgs = append(msgs, aoai.Message{Role: m.Role, Content: m.Content})
+	// Material the caller attached on purpose (documents, pages) first, then
+	// retrieved passages in their ranking order.
+	in.Sources = material
+	for _, src := range req.Sources {
+		in.Sources = append(in.Sources, prompt.Source{Kind: prompt.KindSource, Title: src.Title, URL: src.URL, Text: src.Text})
 	}
-	return msgs
+	lim := prompt.Limits{ContextWindow: s.Config.ContextWindow, MaxTokens: maxTokens, TPM: s.Config.TPM}
+	if res, ok := fitsUncounted(in, lim); ok {
+		return res, nil
+	}
+	res, err := prompt.Fit(s.Tokens, in, lim)
+	if err != nil {
+		return res, fmt.Errorf("fit prompt: %w", err)
+	}
+	return res, nil
 }
 
-func toTokenMessages(msgs []aoai.Message) []tokens.Message {
-	out := make([]tokens.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = tokens.Message{Role: m.Role, Content: m.Content}
+// fitsUncounted is the fast path for the common small request with no
+// sources: byte-level BPE never makes more tokens than bytes, so when the
+// bytes (plus the chat format's framing) fit, the tokens do, and counting
+// them (the costliest part of a small request) can wait for the usage
+// Azure OpenAI reports. The messages are the ones prompt.Fit would build.
+func fitsUncounted(in prompt.Input, lim prompt.Limits) (prompt.Result, bool) {
+	if len(in.Sources) > 0 {
+		return prompt.Result{}, false
 	}
-	return out
+	room := lim.ContextWindow - lim.MaxTokens
+	if lim.TPM > 0 {
+		room = min(room, lim.TPM-lim.MaxTokens)
+	}
+	const framing = 3 + len("assistant") // per message, at most; 3 more prime the reply
+	bound := 3 + framing + len(in.System)
+	for _, m := range in.Messages {
+		bound += framing + len(m.Content)
+	}
+	if bound > room {
+		return prompt.Result{}, false
+	}
+	msgs := make([]tokens.Message, 0, len(in.Messages)+1)
+	msgs = append(msgs, tokens.Message{Role: "system", Content: in.System})
+	return prompt.Result{Messages: append(msgs, in.Messages...)}, true
+}
+
+func dropped(r prompt.Result) *Truncated {
+	if !r.Truncated {
+		return nil
+	}
+	return &Truncated{Turns: r.Dropped.Turns, Sources: r.Dropped.Sources, Shortened: r.Dropped.Shortened}
 }
 
 func (s *server) handleReady() http.HandlerFunc {

@@ -2,8 +2,10 @@ package api
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -21,13 +23,28 @@ const (
 	MaxSourceChars   = 100_000
 	MaxSourceTitle   = 500
 	MaxClientTimeout = 24 * 60 * 60 * 1000 // ms; larger is surely a mistake
+	MaxDocuments     = 5
+	MaxDocumentBytes = 10 << 20 // decoded; the body limit bounds the total
+	MaxDocumentName  = 255
+	MaxURLs          = 5
+	MaxURLLength     = 2048
 )
 
 // ChatRequest is the body of POST /api/chat.
 type ChatRequest struct {
 	Messages  []ChatMessage `json:"messages"`
 	Sources   []Source      `json:"sources,omitempty"`
+	Documents []Document    `json:"documents,omitempty"`
+	URLs      []string      `json:"urls,omitempty"`
 	MaxTokens *int          `json:"maxTokens,omitempty"`
+}
+
+// Document is a file to read: a name (for messages), its media type, and
+// its bytes in standard base64.
+type Document struct {
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	Data        []byte `json:"data"`
 }
 
 // ChatMessage is one turn: role "user" or "assistant" (the system prompt is
@@ -82,7 +99,10 @@ func Decode(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
+		var be base64.CorruptInputError
 		switch {
+		case errors.As(err, &be):
+			return invalid("A document's data is not valid base64.")
 		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 			return invalid("The request body is not valid JSON.")
 		case errors.As(err, &te):
@@ -156,6 +176,29 @@ func (req *ChatRequest) validate() error {
 		}
 		if utf8.RuneCountInString(s.Title) > MaxSourceTitle || len(s.URL) > 2048 {
 			return invalid("sources[%d] has a title or url that is too long.", i)
+		}
+	}
+	if len(req.Documents) > MaxDocuments {
+		return invalid("Send at most %d documents.", MaxDocuments)
+	}
+	for i, d := range req.Documents {
+		switch {
+		case strings.TrimSpace(d.Name) == "" || utf8.RuneCountInString(d.Name) > MaxDocumentName:
+			return invalid("documents[%d].name must be 1 to %d characters.", i, MaxDocumentName)
+		case len(d.ContentType) > 255:
+			return invalid("documents[%d].contentType is too long.", i)
+		case len(d.Data) == 0:
+			return invalid("documents[%d].data is empty.", i)
+		case len(d.Data) > MaxDocumentBytes:
+			return &Error{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("The document %q is larger than %d MiB.", d.Name, MaxDocumentBytes>>20)}
+		}
+	}
+	if len(req.URLs) > MaxURLs {
+		return invalid("Send at most %d page addresses.", MaxURLs)
+	}
+	for i, u := range req.URLs {
+		if strings.TrimSpace(u) == "" || len(u) > MaxURLLength {
+			return invalid("urls[%d] must be 1 to %d characters.", i, MaxURLLength)
 		}
 	}
 	if req.MaxTokens != nil && *req.MaxTokens < 1 {

@@ -12,6 +12,9 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/extract"
+	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/prompt"
 )
 
 // Error is an answer timebox gives on purpose: status, stable code and a
@@ -62,8 +65,9 @@ func toAnswer(err error) answer {
 		maxErr  *http.MaxBytesError
 		step    *budget.StepTimeout
 		upErr   *aoai.Error
-		tooBig  interface{ TooLarge() string }
-		coded   interface{ APIError() (int, string, string) }
+		tooBig  *prompt.TooLargeError
+		docErr  *extract.Error
+		pageErr *fetch.Error
 		panicky panicError
 	)
 	switch {
@@ -84,10 +88,19 @@ func toAnswer(err error) answer {
 		return answer{status: http.StatusInternalServerError, code: "deadline_exceeded",
 			msg: "The AI service did not answer in time, so the request was stopped. Try a shorter question or fewer sources; trying the same request again will likely take as long."}
 	case errors.As(err, &tooBig):
-		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large", msg: tooBig.TooLarge()}
-	case errors.As(err, &coded):
-		status, code, msg := coded.APIError()
-		return answer{status: status, code: code, msg: msg}
+		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large", msg: tooBig.Error()}
+	case errors.As(err, &pageErr) && errors.Is(err, fetch.ErrBlocked):
+		return answer{status: http.StatusUnprocessableEntity, code: "url_blocked",
+			msg: fmt.Sprintf("The address %s cannot be read: only public http and https pages are allowed.", pageErr.URL)}
+	case errors.As(err, &pageErr) && errors.Is(err, fetch.ErrUnreachable):
+		return answer{status: http.StatusUnprocessableEntity, code: "url_unreachable",
+			msg: fmt.Sprintf("The page %s could not be fetched (it did not answer, answered with an error, or is too large or not a readable type).", pageErr.URL)}
+	case errors.As(err, &docErr) && errors.Is(err, extract.ErrUnsupported):
+		return answer{status: http.StatusUnsupportedMediaType, code: "unsupported_document",
+			msg: fmt.Sprintf("The document %q is of a type that cannot be read; send PDF, DOCX, HTML, plain text or Markdown.", docErr.Name)}
+	case errors.As(err, &docErr) && errors.Is(err, extract.ErrUnreadable):
+		return answer{status: http.StatusUnprocessableEntity, code: "document_unreadable",
+			msg: fmt.Sprintf("The document %q cannot be read: it is damaged, protected, or too large once expanded.", docErr.Name)}
 	case errors.As(err, &upErr):
 		return upstreamAnswer(upErr)
 	case errors.As(err, &panicky):

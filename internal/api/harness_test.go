@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -57,8 +59,12 @@ func (s *syncBuffer) String() string {
 // newHarness builds the stack from environment-style settings (over sane
 // defaults) and simulator options. Call it inside the bubble; it cleans up
 // after itself when the test ends.
-func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options) *harness {
+func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, opts ...option) *harness {
 	t.Helper()
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	settings := map[string]string{
 		"AZURE_OPENAI_ENDPOINT":   "http://127.0.0.1:8081",
 		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
@@ -95,11 +101,51 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options) *
 	counter, err := tokens.New(cfg.Encoding)
 	require.NoError(t, err)
 	logs := &syncBuffer{}
-	h := api.New(api.Deps{
+	deps := api.Deps{
 		Config: cfg, Chat: chat, Tokens: counter, Version: "test",
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	})
+		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		Extractor: api.LimitedExtractor{},
+	}
+	if o.extractor != nil {
+		deps.Extractor = o.extractor
+	}
+	// The web: names resolve to public addresses (the address check passes,
+	// as it would on the internet) and every connection lands on o.web.
+	web := o.web
+	if web == nil {
+		web = http.NotFoundHandler()
+	}
+	webLn := memnet.Listen()
+	webSrv := &http.Server{Handler: web}
+	go func() { _ = webSrv.Serve(webLn) }()
+	t.Cleanup(func() { _ = webSrv.Close() })
+	deps.Fetcher = fetch.New(fetch.Options{Timeout: cfg.FetchTimeout, Resolver: publicResolver{}, DialContext: webLn.DialContext})
+	h := api.New(deps)
 	return &harness{t: t, sim: sim, handler: h, logs: logs, cfg: cfg}
+}
+
+type options struct {
+	web       http.Handler
+	extractor api.Extractor
+}
+
+type option func(*options)
+
+// withWeb serves every page fetch with h.
+func withWeb(h http.Handler) option { return func(o *options) { o.web = h } }
+
+// withExtractor replaces the document extractor.
+func withExtractor(e api.Extractor) option { return func(o *options) { o.extractor = e } }
+
+// publicResolver answers every name with a public documentation-free
+// address (example.com's), and the names of private.example with a private one.
+type publicResolver struct{}
+
+func (publicResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	if strings.HasSuffix(host, "private.example") {
+		return []net.IPAddr{{IP: net.ParseIP("10.0.0.7")}}, nil
+	}
+	return []net.IPAddr{{IP: net.ParseIP("93.184.216.34")}}, nil
 }
 
 // do sends one request through the whole handler.
