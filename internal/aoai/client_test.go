@@ -1,0 +1,117 @@
+package aoai_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/memnet"
+)
+
+// client joins a real azcore client to the simulator over memnet.
+func client(t *testing.T, o aoai.Options) (*aoai.Client, *aoaitest.Server) {
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	ln := memnet.Listen()
+	srv := &http.Server{Handler: sim}
+	go func() { _ = srv.Serve(ln) }()
+	hc := ln.Client()
+	t.Cleanup(func() {
+		hc.CloseIdleConnections()
+		_ = srv.Close()
+	})
+	o.Endpoint, _ = url.Parse("http://127.0.0.1:8081")
+	o.Deployment, o.APIKey, o.Transport = "gpt-4o-mini", "k", hc
+	c, err := aoai.New(o)
+	require.NoError(t, err)
+	return c, sim
+}
+
+func req(q string) aoai.Request {
+	return aoai.Request{Messages: []aoai.Message{{Role: "user", Content: q}}, MaxTokens: 50}
+}
+
+func TestThrottleRetriesStopAtMaxAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := client(t, aoai.Options{MaxAttempts: 3})
+		start := time.Now()
+		_, err := c.Complete(context.Background(), req("[[sim:throttle s=2 times=5 id=a]] hi"))
+		var e *aoai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, aoai.KindThrottled, e.Kind)
+		assert.Equal(t, 3, e.Attempts)
+		assert.Equal(t, 2*time.Second, e.RetryAfter)
+		assert.Equal(t, 4*time.Second, time.Since(start), "two waits of 2 s, none after the last attempt")
+		assert.Equal(t, 3, sim.Stats().Requests)
+	})
+}
+
+func TestThrottleWaitMustFitTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := client(t, aoai.Options{})
+		ctx, cancel, _ := budget.Start(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Complete(ctx, req("[[sim:throttle s=12 times=1 id=b]] hi"))
+		var e *aoai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, aoai.KindThrottled, e.Kind)
+		assert.Equal(t, 1, e.Attempts)
+		assert.Equal(t, 12*time.Second, e.RetryAfter)
+		assert.Equal(t, 1, sim.Stats().Requests)
+	})
+}
+
+// azcore's own retry policy is off: a 503 is one request, not four.
+func TestNoHiddenRetries(t *testing.T) {
+	for _, d := range []string{"[[sim:status code=503]]", "[[sim:status code=500]]", "[[sim:reset]]", "[[sim:status code=504]]"} {
+		t.Run(d, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, sim := client(t, aoai.Options{})
+				_, err := c.Complete(context.Background(), req(d+" hi"))
+				require.Error(t, err)
+				assert.Equal(t, 1, sim.Stats().Requests)
+			})
+		})
+	}
+}
+
+func TestSlowFailureIsATimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := client(t, aoai.Options{FastFailure: 10 * time.Second})
+		_, err := c.Complete(context.Background(), req("[[sim:throttle s=1 after=10000]] hi"))
+		var e *aoai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, aoai.KindSlowFailure, e.Kind, "a throttle that took the threshold is not retried either")
+		assert.Equal(t, 10*time.Second, e.Elapsed)
+		assert.Equal(t, 1, sim.Stats().Requests)
+	})
+}
+
+func TestCancelledContextIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := client(t, aoai.Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := c.Complete(ctx, req("[[sim:hang]] hi"))
+		assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+		synctest.Wait()
+		assert.Equal(t, 1, sim.Stats().Cancelled)
+	})
+}
+
+func TestNewNeedsCredentials(t *testing.T) {
+	u, _ := url.Parse("https://contoso.openai.azure.com")
+	_, err := aoai.New(aoai.Options{Endpoint: u, Deployment: "d"})
+	assert.Error(t, err)
+	_, err = aoai.New(aoai.Options{Deployment: "d", APIKey: "k"})
+	assert.Error(t, err)
+}
