@@ -64,15 +64,18 @@
 //   - slow ms=N: a normal answer whose first byte comes N ms after the
 //     request (replacing TimeToFirstToken; a stream is then paced by PerToken).
 //   - status code=C: answer C (400-599). 500 has the recorded body; 502, 503
-//     and 504, which were never recorded, the same server_error shape; 429
-//     the rate-limit body without retry-after.
+//     and 504, which were never recorded, the same server_error shape; 401
+//     and 404 the recorded 401 and DeploymentNotFound bodies; 429 the
+//     rate-limit body without retry-after.
 //   - reset: close the connection without an answer (RST on TCP).
 //   - malformed: 200 application/json with a truncated, unparseable body.
 //   - throttle s=N: 429 with retry-after N and retry-after-ms N*1000 (N
 //     defaults to 1).
 //   - filter: the recorded content-filter 400.
 //
-// A directive that does not parse is answered 400, so a typo is loud. See
+// A request that plays a fault spends no rate-limit quota, and a fault's
+// answer comes at once (after its after=), not paced by the latency model. A
+// directive that does not parse is answered 400, so a typo is loud. See
 // README.md beside this file for what each fault stands for and what timebox
 // should answer.
 package aoaitest

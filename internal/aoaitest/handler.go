@@ -284,6 +284,11 @@ func (ex *exchange) fault(d Directive) {
 			// A 429 without retry-after, as some captures show.
 			ex.w.Header().Set("policy-id", "DeploymentRatelimit-Token")
 			ex.gatewayError(d.Code, codeMessage{Code: "429", Message: throttleMessage(ex.apiVersion, 1)})
+		case d.Code == http.StatusUnauthorized:
+			ex.w.Header().Set("apim-request-id", ex.rec.RequestID)
+			ex.writeJSON(d.Code, errorBody{Error: codeMessage{Code: "401", Message: msgUnauthorized}})
+		case d.Code == http.StatusNotFound:
+			ex.gatewayError(d.Code, codeMessage{Code: "DeploymentNotFound", Message: msgNoDeployment})
 		case d.Code >= 500:
 			ex.serverError(d.Code)
 		default:

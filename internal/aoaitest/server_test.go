@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -443,6 +444,21 @@ func TestThrottleDirective(t *testing.T) {
 	resp, _ = post(t, sim, "gpt-4o", chatBody("[[sim:throttle s=12 times=1 id=t]]", 0, false), nil)
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, 1, sim.Stats().Throttled)
+}
+
+func TestStatusDirectiveBodies(t *testing.T) {
+	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
+	tests := []struct {
+		code int
+		want string
+	}{
+		{401, "401"}, {404, "DeploymentNotFound"}, {403, "403"}, {408, "408"},
+	}
+	for _, tt := range tests {
+		resp, b := post(t, sim, "gpt-4o", chatBody(fmt.Sprintf("[[sim:status code=%d]]", tt.code), 0, false), nil)
+		assert.Equal(t, tt.code, resp.StatusCode)
+		assert.Equal(t, tt.want, errorCode(t, b))
+	}
 }
 
 func TestStatus429DirectiveHasNoRetryAfter(t *testing.T) {
