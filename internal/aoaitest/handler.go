@@ -64,71 +64,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serve runs the checks in Azure's order: route, credentials, deployment,
-// body, directive, rate limit, context window, then the answer.
+// body (in accept), then directive, rate limit, context window, and the
+// answer.
 func (ex *exchange) serve() {
-	deployment, v1, ok := route(ex.r)
-	if !ok {
-		ex.gatewayError(http.StatusNotFound, codeMessage{Code: "404", Message: msgNotFound})
-		return
-	}
-	ex.apiVersion = ex.r.URL.Query().Get("api-version")
-	if v1 {
-		ex.apiVersion = "v1"
-	}
-	auth, ok := ex.s.authorize(ex.r.Header.Get("api-key"), ex.r.Header.Get("Authorization"))
-	if !ok {
-		// Rejected at the gateway: only apim-request-id and Content-*.
-		ex.w.Header().Set("apim-request-id", ex.rec.RequestID)
-		ex.writeJSON(http.StatusUnauthorized, errorBody{Error: codeMessage{Code: "401", Message: msgUnauthorized}})
-		return
-	}
-	ex.rec.Auth = auth
-	if !v1 && !ex.known(deployment) {
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(ex.w, ex.r.Body, maxBody))
-	if err != nil {
-		if ex.r.Context().Err() != nil {
-			ex.rec.Cancelled = true
-			return
-		}
-		ex.invalid(fmt.Sprintf("The request body could not be read: %v", err), "", "")
-		return
-	}
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || len(bytes.TrimSpace(body)) == 0 {
-			ex.invalid(msgBadJSON, "", "")
-		} else {
-			ex.invalid(fmt.Sprintf("Invalid request body: %v", err), "", "")
-		}
-		return
-	}
-	if v1 {
-		if req.Model == "" {
-			ex.invalid("you must provide a model parameter", "model", "")
-			return
-		}
-		deployment = req.Model
-		if !ex.known(deployment) {
-			return
-		}
-	}
-	ex.deployment = deployment
-	ex.model = ex.s.model(deployment)
-	ex.rec.Deployment = deployment
-	ex.rec.Stream = req.Stream
-	maxTokens, ok := ex.maxTokens(req)
+	req, ok := ex.accept()
 	if !ok {
 		return
 	}
-	ex.rec.MaxTokens = maxTokens
-	if len(req.Messages) == 0 {
-		ex.invalid("[] is too short - 'messages'", "messages", "")
-		return
-	}
-
 	var d Directive
 	msgs := make([]tokens.Message, len(req.Messages))
 	for i, m := range req.Messages {
@@ -149,19 +91,19 @@ func (ex *exchange) serve() {
 	}
 	prompt := counter.Prompt(msgs)
 	ex.rec.PromptTokens = prompt
+	maxTokens := ex.rec.MaxTokens
 
 	firstByte := ex.s.opts.TimeToFirstToken
 	if d.Kind != "" && ex.s.fire(d) {
 		ex.rec.Fault = string(d.Kind)
-		if d.Kind == KindSlow {
-			firstByte = d.Delay
-		} else {
+		if d.Kind != KindSlow {
 			ex.fault(d)
 			return
 		}
+		firstByte = d.Delay
 	}
 
-	v := ex.s.admit(deployment, prompt+maxTokens)
+	v := ex.s.admit(ex.deployment, prompt+maxTokens)
 	if !v.ok {
 		wait := v.wait
 		if v.never {
@@ -171,7 +113,7 @@ func (ex *exchange) serve() {
 		ex.throttled(wait, v)
 		return
 	}
-	if window := ex.s.window(ex.model); prompt > window || prompt+maxTokens > window {
+	if window := ex.s.window(ex.model); prompt+maxTokens > window {
 		ex.setRateHeaders(v)
 		ex.model400(invalidRequest{
 			Message: contextMessage(window, prompt, maxTokens),
@@ -192,6 +134,75 @@ func (ex *exchange) serve() {
 	}
 	ex.successHeaders(v, "application/json")
 	ex.writeJSON(http.StatusOK, ex.completion(ans, prompt))
+}
+
+// accept runs the gateway's checks and reads the body: route, credentials,
+// deployment, then a valid chat request. It answers the first failure and
+// reports whether the request got through; when it did, ex.deployment,
+// ex.model and ex.rec are filled in.
+func (ex *exchange) accept() (chatRequest, bool) {
+	deployment, v1, ok := route(ex.r)
+	if !ok {
+		ex.gatewayError(http.StatusNotFound, codeMessage{Code: "404", Message: msgNotFound})
+		return chatRequest{}, false
+	}
+	ex.apiVersion = ex.r.URL.Query().Get("api-version")
+	if v1 {
+		ex.apiVersion = "v1"
+	}
+	auth, ok := ex.s.authorize(ex.r.Header.Get("api-key"), ex.r.Header.Get("Authorization"))
+	if !ok {
+		// Rejected at the gateway: only apim-request-id and Content-*.
+		ex.unauthorized()
+		return chatRequest{}, false
+	}
+	ex.rec.Auth = auth
+	if !v1 && !ex.known(deployment) {
+		return chatRequest{}, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(ex.w, ex.r.Body, maxBody))
+	if err != nil {
+		if ex.r.Context().Err() != nil {
+			ex.rec.Cancelled = true
+			return chatRequest{}, false
+		}
+		ex.invalid(fmt.Sprintf("The request body could not be read: %v", err), "", "")
+		return chatRequest{}, false
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || len(bytes.TrimSpace(body)) == 0 {
+			ex.invalid(msgBadJSON, "", "")
+		} else {
+			ex.invalid(fmt.Sprintf("Invalid request body: %v", err), "", "")
+		}
+		return chatRequest{}, false
+	}
+	if v1 {
+		if req.Model == "" {
+			ex.invalid("you must provide a model parameter", "model", "")
+			return chatRequest{}, false
+		}
+		deployment = req.Model
+		if !ex.known(deployment) {
+			return chatRequest{}, false
+		}
+	}
+	ex.deployment = deployment
+	ex.model = ex.s.model(deployment)
+	ex.rec.Deployment = deployment
+	ex.rec.Stream = req.Stream
+	maxTokens, ok := ex.maxTokens(req)
+	if !ok {
+		return chatRequest{}, false
+	}
+	ex.rec.MaxTokens = maxTokens
+	if len(req.Messages) == 0 {
+		ex.invalid("[] is too short - 'messages'", "messages", "")
+		return chatRequest{}, false
+	}
+	return req, true
 }
 
 // route reads the deployment from a deployments path, or reports the v1
@@ -285,8 +296,7 @@ func (ex *exchange) fault(d Directive) {
 			ex.w.Header().Set("policy-id", "DeploymentRatelimit-Token")
 			ex.gatewayError(d.Code, codeMessage{Code: "429", Message: throttleMessage(ex.apiVersion, 1)})
 		case d.Code == http.StatusUnauthorized:
-			ex.w.Header().Set("apim-request-id", ex.rec.RequestID)
-			ex.writeJSON(d.Code, errorBody{Error: codeMessage{Code: "401", Message: msgUnauthorized}})
+			ex.unauthorized()
 		case d.Code == http.StatusNotFound:
 			ex.gatewayError(d.Code, codeMessage{Code: "DeploymentNotFound", Message: msgNoDeployment})
 		case d.Code >= 500:
@@ -330,6 +340,13 @@ func (ex *exchange) resetConn() {
 		_ = tc.SetLinger(0) // close sends RST instead of FIN
 	}
 	_ = conn.Close()
+}
+
+// unauthorized answers the recorded 401: rejected at the gateway, so only
+// apim-request-id and Content-* headers, and plain JSON even for a stream.
+func (ex *exchange) unauthorized() {
+	ex.w.Header().Set("apim-request-id", ex.rec.RequestID)
+	ex.writeJSON(http.StatusUnauthorized, errorBody{Error: codeMessage{Code: "401", Message: msgUnauthorized}})
 }
 
 // throttled answers 429 asking the client to wait.
