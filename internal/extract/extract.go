@@ -278,10 +278,14 @@ func newSink(max int) *sink { return &sink{max: max} }
 // full reports that the cap was reached: extractors stop early.
 func (s *sink) full() bool { return s.truncated }
 
-// WriteString appends s, cutting at the cap on a rune boundary.
+// WriteString appends str, invalid UTF-8 replaced by U+FFFD, cutting at the
+// cap on a rune boundary.
 func (s *sink) WriteString(str string) {
 	if s.truncated {
 		return
+	}
+	if !utf8.ValidString(str) {
+		str = strings.ToValidUTF8(str, "\uFFFD")
 	}
 	room := s.max - s.buf.Len()
 	if len(str) > room {
@@ -295,8 +299,26 @@ func (s *sink) WriteString(str string) {
 	s.buf.WriteString(str)
 }
 
+// separate writes sep unless the text is empty or already ends in white
+// space, so that operators that each imply a break do not stack them up.
+func (s *sink) separate(sep string) {
+	str := s.buf.String()
+	if str == "" {
+		return
+	}
+	switch str[len(str)-1] {
+	case '\n':
+		return
+	case ' ', '\t':
+		if sep == " " {
+			return
+		}
+	}
+	s.WriteString(sep)
+}
+
 func (s *sink) result() (string, bool) {
-	return strings.ToValidUTF8(s.buf.String(), "\uFFFD"), s.truncated
+	return s.buf.String(), s.truncated
 }
 
 // text extracts plain text and Markdown as they are, checking ctx every

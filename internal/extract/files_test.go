@@ -3,6 +3,7 @@ package extract
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"strings"
 	"testing"
@@ -124,4 +125,70 @@ func lieAboutSize(tb testing.TB, data []byte, name string, size uint32) []byte {
 	}
 	tb.Fatalf("entry %s not found", name)
 	return nil
+}
+
+// pdfObject is one indirect object of a hand-built PDF: a body, or a stream
+// dictionary and its (already encoded) data.
+type pdfObject struct {
+	body   string
+	dict   string
+	stream []byte
+}
+
+// buildPDF writes objects 1..n with a correct cross-reference table and a
+// trailer whose Root is object 1, so that hostile structures reach the
+// parser instead of failing at the xref.
+func buildPDF(objs ...pdfObject) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n", i+1)
+		if o.stream != nil {
+			fmt.Fprintf(&b, "<<%s /Length %d>>\nstream\n", o.dict, len(o.stream))
+			b.Write(o.stream)
+			b.WriteString("\nendstream\n")
+		} else {
+			b.WriteString(o.body + "\n")
+		}
+		b.WriteString("endobj\n")
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<</Size %d /Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// deflate zlib-compresses data, as a PDF FlateDecode stream holds it.
+func deflate(tb testing.TB, data []byte) []byte {
+	tb.Helper()
+	var b bytes.Buffer
+	zw, err := zlib.NewWriterLevel(&b, zlib.BestCompression)
+	require.NoError(tb, err)
+	_, err = zw.Write(data)
+	require.NoError(tb, err)
+	require.NoError(tb, zw.Close())
+	return b.Bytes()
+}
+
+const helvetica = "<</Type/Font /Subtype/Type1 /BaseFont/Helvetica /Encoding/WinAnsiEncoding>>"
+
+// onePagePDF is a hand-built one-page PDF showing content.
+func onePagePDF(tb testing.TB, content []byte, compress bool) []byte {
+	tb.Helper()
+	contents := pdfObject{stream: content}
+	if compress {
+		contents = pdfObject{dict: "/Filter /FlateDecode", stream: deflate(tb, content)}
+	}
+	return buildPDF(
+		pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
+		pdfObject{body: "<</Type/Pages /Kids [3 0 R] /Count 1>>"},
+		pdfObject{body: "<</Type/Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources <</Font <</F1 5 0 R>>>> /Contents 4 0 R>>"},
+		contents,
+		pdfObject{body: helvetica},
+	)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -28,6 +30,9 @@ const maxPageTreeDepth = 64
 // before the library buffers it.
 func (x *extractor) pdf(ctx context.Context, data []byte, out *sink) (int, error) {
 	data = trimPDF(data)
+	if err := checkXref(data); err != nil {
+		return 0, err
+	}
 	r, err := pdf.NewReader(&ctxReaderAt{ctx: ctx, data: data}, int64(len(data)))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnreadable, err)
@@ -81,6 +86,63 @@ func trimPDF(data []byte) []byte {
 		data = patched
 	}
 	return data
+}
+
+// Patterns for the numbers in a PDF that size the library's cross-reference
+// table: subsection headers of a classic xref table ("start count" alone on
+// a line), and /Size, /Index and /W of a trailer or xref stream.
+var (
+	xrefSubsection = regexp.MustCompile(`(?m)^[ \t]*(\d{1,19})[ \t]+(\d{1,19})[ \t]*\r?$`)
+	xrefSize       = regexp.MustCompile(`/Size\s+(\d{1,19})`)
+	xrefIndex      = regexp.MustCompile(`/Index\s*\[([\d\s]*)\]`)
+	xrefW          = regexp.MustCompile(`/W\s*\[\s*(\d{1,19})\s+(\d{1,19})\s+(\d{1,19})`)
+)
+
+// checkXref refuses cross-reference numbers that no file of this size can
+// mean. The library allocates its object table from them before reading a
+// single object ("90000000 6" in a 1 KB file costs it seconds and gigabytes,
+// and no context reaches that loop), so they are bounded here instead: a
+// file cannot hold more objects than half its bytes (plus slack for object
+// streams), and no xref stream field is wider than 8 bytes.
+func checkXref(data []byte) error {
+	maxObjects := uint64(len(data))/2 + 1024
+	tooMany := func(nums ...[]byte) bool {
+		var sum uint64
+		for _, n := range nums {
+			v, err := strconv.ParseUint(string(n), 10, 64)
+			if err != nil || v > maxObjects {
+				return true
+			}
+			sum += v
+		}
+		return sum > maxObjects
+	}
+	for _, m := range xrefSubsection.FindAllSubmatch(data, -1) {
+		if tooMany(m[1], m[2]) {
+			return fmt.Errorf("%w: xref subsection %s %s does not fit a %d-byte file", ErrUnreadable, m[1], m[2], len(data))
+		}
+	}
+	for _, m := range xrefSize.FindAllSubmatch(data, -1) {
+		if tooMany(m[1]) {
+			return fmt.Errorf("%w: /Size %s does not fit a %d-byte file", ErrUnreadable, m[1], len(data))
+		}
+	}
+	for _, m := range xrefIndex.FindAllSubmatch(data, -1) {
+		nums := bytes.Fields(m[1])
+		for i := 0; i+1 < len(nums); i += 2 {
+			if tooMany(nums[i], nums[i+1]) {
+				return fmt.Errorf("%w: /Index does not fit a %d-byte file", ErrUnreadable, len(data))
+			}
+		}
+	}
+	for _, m := range xrefW.FindAllSubmatch(data, -1) {
+		for _, w := range m[1:] {
+			if v, err := strconv.Atoi(string(w)); err != nil || v > 8 {
+				return fmt.Errorf("%w: xref stream field width %s", ErrUnreadable, w)
+			}
+		}
+	}
+	return nil
 }
 
 // collectPages walks the page tree in document order.
@@ -153,7 +215,7 @@ func (x *extractor) pageText(ctx context.Context, p pdf.Page, expanded *int64, o
 	// re-done here so that ctx is checked between operators.
 	var enc pdf.TextEncoding = nopEncoding{}
 	ops := 0
-	out.WriteString("\n")
+	out.separate("\n")
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
 		ops++
 		if ops%4096 == 0 {
@@ -166,8 +228,16 @@ func (x *extractor) pageText(ctx context.Context, p pdf.Page, expanded *int64, o
 			args[i] = stk.Pop()
 		}
 		switch op {
-		case "BT", "T*":
-			out.WriteString("\n")
+		case "BT", "T*", "Tm":
+			out.separate("\n")
+		case "Td", "TD":
+			// A move down starts a line; a move along the line is
+			// usually a word or a column.
+			if len(args) == 2 && args[1].Float64() != 0 {
+				out.separate("\n")
+			} else {
+				out.separate(" ")
+			}
 		case "Tf":
 			enc = nopEncoding{}
 			if len(args) == 2 {
@@ -177,7 +247,7 @@ func (x *extractor) pageText(ctx context.Context, p pdf.Page, expanded *int64, o
 			}
 		case "Tj", "'", "\"":
 			if op != "Tj" {
-				out.WriteString("\n")
+				out.separate("\n")
 			}
 			if len(args) > 0 {
 				out.WriteString(enc.Decode(args[len(args)-1].RawString()))

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"code.dny.dev/ssrf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timebox-dev/timebox/internal/memnet"
@@ -369,5 +370,17 @@ func TestFetchDeadlineVirtualTime(t *testing.T) {
 				n.srv.Close()
 			})
 		})
+	}
+}
+
+// TestDefaultDialerChecksAtSocket: the production dialer (no seam) refuses a
+// blocked address in its Control hook, before any packet is sent, as a
+// second line behind the check in dial.
+func TestDefaultDialerChecksAtSocket(t *testing.T) {
+	f := New(Options{})
+	for _, addr := range []string{"127.0.0.1:80", "169.254.169.254:80", "[::1]:443", "10.0.0.1:443", "93.184.216.34:25"} {
+		_, err := f.opts.DialContext(t.Context(), "tcp", addr)
+		require.Error(t, err, addr)
+		assert.True(t, errors.Is(err, ssrf.ErrProhibitedIP) || errors.Is(err, ssrf.ErrProhibitedPort), "%s: %v", addr, err)
 	}
 }

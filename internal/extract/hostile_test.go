@@ -1,0 +1,178 @@
+package extract
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileCase is a file built to hurt a parser, and the limits it meets.
+type hostileCase struct {
+	name string
+	doc  Document
+	lim  Limits
+	msg  string // substring of the error
+	// readable marks a file the parser survives and reads (the hostile
+	// part is skipped): it must not crash or hang, and may succeed.
+	readable bool
+}
+
+func hostileCases(tb testing.TB) []hostileCase {
+	tb.Helper()
+	manyKids := make([]string, 600)
+	for i := range manyKids {
+		manyKids[i] = "3 0 R"
+	}
+	entries := []zipEntry{{name: "word/document.xml", data: []byte(documentXML("x"))}}
+	for i := range 1500 {
+		entries = append(entries, zipEntry{name: fmt.Sprintf("customXml/item%d.xml", i), data: []byte("<a/>")})
+	}
+	small := onePagePDF(tb, []byte("BT /F1 12 Tf (hi) Tj ET"), false)
+	return []hostileCase{
+		{
+			name: "pdf xref subsection far past the file",
+			doc:  Document{Name: "xref.pdf", ContentType: TypePDF, Data: bytes.Replace(small, []byte("xref\n0 6"), []byte("xref\n90000000 6"), 1)},
+			msg:  "does not fit",
+		},
+		{
+			name: "pdf huge /Size",
+			doc:  Document{Name: "size.pdf", ContentType: TypePDF, Data: bytes.Replace(small, []byte("/Size 6"), []byte("/Size 4000000000"), 1)},
+			msg:  "does not fit",
+		},
+		{
+			name: "pdf cyclic page tree",
+			doc: Document{Name: "cycle.pdf", ContentType: TypePDF, Data: buildPDF(
+				pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
+				pdfObject{body: "<</Type/Pages /Kids [2 0 R] /Count 5>>"},
+			)},
+			msg: "cyclic",
+		},
+		{
+			name: "pdf page tree with 600 pages",
+			doc: Document{Name: "wide.pdf", ContentType: TypePDF, Data: buildPDF(
+				pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
+				pdfObject{body: "<</Type/Pages /Kids [" + strings.Join(manyKids, " ") + "] /Count 600>>"},
+				pdfObject{body: "<</Type/Page /Parent 2 0 R>>"},
+			)},
+			msg: "more than 500 pages",
+		},
+		{
+			name: "pdf flate bomb content stream",
+			doc:  Document{Name: "bomb.pdf", ContentType: TypePDF, Data: onePagePDF(tb, bytes.Repeat([]byte(" "), 16<<20), true)},
+			lim:  Limits{MaxExpandedBytes: 8 << 20},
+			msg:  "over 8388608 bytes",
+		},
+		{
+			name: "pdf deeply nested arrays",
+			doc:      Document{Name: "nest.pdf", ContentType: TypePDF, Data: onePagePDF(tb, []byte(strings.Repeat("[", 100_000)+" (x) Tj"), false)},
+			readable: true, // the library caps object depth and skips the operand
+		},
+		{
+			name: "pdf unknown filter",
+			doc:  Document{Name: "filter.pdf", ContentType: TypePDF, Data: bytes.Replace(onePagePDF(tb, []byte("BT /F1 12 Tf (hi) Tj ET"), true), []byte("FlateDecode"), []byte("JBIG2Decode"), 1)},
+		},
+		{
+			name: "pdf with no page tree",
+			doc:  Document{Name: "nopages.pdf", ContentType: TypePDF, Data: buildPDF(pdfObject{body: "<</Type/Catalog>>"})},
+			msg:  "no page tree",
+		},
+		{
+			name: "pdf garbage after header",
+			doc:  Document{Name: "garbage.pdf", ContentType: TypePDF, Data: append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 1<<18)...)},
+		},
+		{
+			name: "docx zip bomb",
+			doc:  Document{Name: "bomb.docx", ContentType: TypeDOCX, Data: makeDOCX(tb, documentXML(strings.Repeat("z", 16<<20)), false)},
+			lim:  Limits{MaxExpandedBytes: 8 << 20},
+			msg:  "over the",
+		},
+		{
+			name: "docx too many entries",
+			doc:  Document{Name: "many.docx", ContentType: TypeDOCX, Data: makeZip(tb, entries...)},
+			msg:  "more than 1000",
+		},
+		{
+			name: "docx 10k-deep XML",
+			doc: Document{Name: "deep.docx", ContentType: TypeDOCX, Data: makeDOCX(tb,
+				documentXML(strings.Repeat("<w:r>", 10_000)+strings.Repeat("</w:r>", 10_000)), false)},
+			msg: "nested deeper than 256",
+		},
+		{
+			name: "html 10k-deep nesting",
+			doc:  Document{Name: "deep.html", ContentType: TypeHTML, Data: []byte(strings.Repeat("<div>", 10_000) + "x" + strings.Repeat("</div>", 10_000))},
+			msg:  "nested deeper than 256",
+		},
+		{
+			name: "html 10k-deep unclosed formatting tags",
+			doc:  Document{Name: "deep-b.html", ContentType: TypeHTML, Data: []byte("<body>" + strings.Repeat("<b><i><span>", 3_400))},
+			msg:  "nested deeper",
+		},
+		{
+			name: "html too many elements",
+			doc:  Document{Name: "many.html", ContentType: TypeHTML, Data: []byte("<body>" + strings.Repeat("<br>", 150_000))},
+			msg:  "more than 100000 HTML elements",
+		},
+	}
+}
+
+func TestHostileFilesUnreadable(t *testing.T) {
+	for _, tt := range hostileCases(t) {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Extract(t.Context(), tt.doc, tt.lim)
+			if tt.readable {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrUnreadable)
+			assert.Contains(t, err.Error(), tt.doc.Name)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+// TestHostileFilesBounded measures each hostile file as a benchmark does
+// (several runs, time per run; BenchmarkHostile reports the same with
+// -bench) and asserts that it is answered well under the 15 s extraction
+// deadline: a hostile file must fail fast on its own, not by running into
+// the timeout. The bound is two orders of magnitude above the measured
+// figures, so a slow or -race run does not make it flaky.
+func TestHostileFilesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures run time")
+	}
+	const runs, bound = 3, 2 * time.Second
+	for _, tt := range hostileCases(t) {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			for range runs {
+				_, err := Extract(t.Context(), tt.doc, tt.lim)
+				if !tt.readable {
+					require.Error(t, err)
+				}
+			}
+			per := time.Since(start) / runs
+			t.Logf("%v per run", per)
+			assert.Less(t, per, bound)
+		})
+	}
+}
+
+// BenchmarkHostile reports the time and memory to answer each hostile file.
+func BenchmarkHostile(b *testing.B) {
+	for _, tt := range hostileCases(b) {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := Extract(b.Context(), tt.doc, tt.lim)
+				if err == nil && !tt.readable {
+					b.Fatal("hostile file accepted")
+				}
+			}
+		})
+	}
+}
