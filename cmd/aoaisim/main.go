@@ -6,7 +6,7 @@
 // Usage:
 //
 //	aoaisim [-addr 127.0.0.1:8081] [-deployments gpt-4o-mini] [-model NAME]
-//	        [-api-key KEY] [-bearer] [-ttft 500ms] [-per-token 20ms]
+//	        [-api-key KEY] [-bearer] [-ttft 500ms] [-per-token 10ms]
 //	        [-tpm 0] [-context-window 0]
 //
 // The key may also come from AOAISIM_API_KEY, which keeps it out of the

@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	apiKey := fs.String("api-key", "", "required api-key header (default $AOAISIM_API_KEY; empty with -bearer unset: no auth)")
 	bearer := fs.Bool("bearer", false, "accept any Authorization: Bearer token")
 	ttft := fs.Duration("ttft", 500*time.Millisecond, "time to first token")
-	perToken := fs.Duration("per-token", 20*time.Millisecond, "time per completion token")
+	perToken := fs.Duration("per-token", 10*time.Millisecond, "time per completion token")
 	tpm := fs.Int("tpm", 0, "tokens-per-minute limit per deployment (0: unlimited)")
 	window := fs.Int("context-window", 0, "context window in tokens (0: by model)")
 	if err := fs.Parse(args); err != nil {

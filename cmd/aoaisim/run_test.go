@@ -65,7 +65,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		return ""
 	}
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-deployments", "gpt-4o, gpt-4", "-ttft", "0", "-per-token", "0", "-tpm", "100000"}, getenv, pw, io.Discard)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-deployments", "gpt-4o, gpt-4", "-ttft", "0", "-per-token", "5ms", "-tpm", "100000"}, getenv, pw, io.Discard)
 		_ = pw.Close()
 	}()
 	started := logs.next(t, "aoaisim listening")
@@ -91,10 +91,23 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	assert.Equal(t, "gpt-4", line["deployment"])
 	assert.Equal(t, "api-key", line["auth"])
 
+	// Shutdown is graceful: a stream under way when the signal comes is
+	// finished, not cut.
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint+"/openai/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Count to 20"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("api-key", "from-env")
+	resp, err = http.DefaultClient.Do(req) // returns with the headers
+	require.NoError(t, err)
 	cancel()
+	b, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.True(t, strings.HasSuffix(string(b), "data: [DONE]\n\n"), "the stream was finished: %s", b)
+
 	require.NoError(t, <-done)
 	stopped := logs.next(t, "aoaisim stopped")
-	assert.Equal(t, float64(1), stopped["requests"])
+	assert.Equal(t, float64(2), stopped["requests"])
+	assert.Equal(t, float64(2), stopped["completed"])
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
 	for _, l := range logs.all {

@@ -266,7 +266,7 @@ func (s *Server) fire(d Directive) bool {
 	return true
 }
 
-// limiter returns the rate limiter of a deployment.
+// limiterFor returns the rate limiter of a deployment; s.mu must be held.
 func (s *Server) limiterFor(deployment string) *limiter {
 	l, ok := s.limits[deployment]
 	if !ok {
