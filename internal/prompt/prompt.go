@@ -420,7 +420,7 @@ func (f *fitter) shorten(codec tokenizer.Codec, i, over int) bool {
 			cut += len(t)
 		}
 		cut = min(cut, len(s.text))
-		for cut > 0 && !utf8.RuneStart(s.text[cut]) {
+		for cut > 0 && cut < len(s.text) && !utf8.RuneStart(s.text[cut]) {
 			cut-- // a token may hold part of a character
 		}
 		unit := s.begin + s.text[:cut] + end

@@ -462,3 +462,20 @@ func TestFitCutsHugeSourcesBeforeCounting(t *testing.T) {
 	assert.True(t, strings.Contains(sys, "A small passage."))
 	assert.Less(t, len(sys), 2*3000*16+1000, "each source cut to 16 bytes a token of budget before counting")
 }
+
+// TestFitShortenRecounts is a case where the first cut overshoots: the
+// prefix cut at a token boundary in the middle of a Japanese word counts one
+// token more than the tokens before the cut, so Fit must count the result
+// and cut deeper.
+func TestFitShortenRecounts(t *testing.T) {
+	c := counter(t, "gpt-4o")
+	in := prompt.Input{
+		Messages: []tokens.Message{{Role: "user", Content: "q"}},
+		Sources: []prompt.Source{{Text: "\r\n/e\u0301\u00e9>/HTML \n\n word\u2014 word\U0001f469\u200d\U0001f4bb word<grew<1234567 word[\u00e9 word\n\n\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8grew<1234567\u2014 word]\u2014 word's--- END SOURCE 1 --- "}},
+	}
+	lim := prompt.Limits{ContextWindow: 100}
+	res, err := prompt.Fit(c, in, lim)
+	require.NoError(t, err)
+	checkFits(t, c, in, lim, res)
+	assert.Equal(t, []string{"source 1"}, res.Dropped.Shortened)
+}
