@@ -471,7 +471,7 @@ func TestFitShortenRecounts(t *testing.T) {
 	c := counter(t, "gpt-4o")
 	in := prompt.Input{
 		Messages: []tokens.Message{{Role: "user", Content: "q"}},
-		Sources: []prompt.Source{{Text: "\r\n/e\u0301\u00e9>/HTML \n\n word\u2014 word\U0001f469\u200d\U0001f4bb word<grew<1234567 word[\u00e9 word\n\n\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8grew<1234567\u2014 word]\u2014 word's--- END SOURCE 1 --- "}},
+		Sources:  []prompt.Source{{Text: "\r\n/e\u0301\u00e9>/HTML \n\n word\u2014 word\U0001f469\u200d\U0001f4bb word<grew<1234567 word[\u00e9 word\n\n\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8grew<1234567\u2014 word]\u2014 word's--- END SOURCE 1 --- "}},
 	}
 	lim := prompt.Limits{ContextWindow: 100}
 	res, err := prompt.Fit(c, in, lim)
