@@ -45,6 +45,10 @@ type Directive struct {
 	// ID names the counter Times counts against; empty means the directive's
 	// own text (String) is the counter's name.
 	ID string
+	// Completion makes a filter directive filter the answer (a 200 cut
+	// short with finish_reason "content_filter") instead of the prompt (the
+	// recorded 400); key part=completion, default part=prompt.
+	Completion bool
 }
 
 const (
@@ -77,7 +81,7 @@ var kindKeys = map[Kind]struct {
 	KindReset:     {},
 	KindMalformed: {},
 	KindThrottle:  {extra: "s"},
-	KindFilter:    {},
+	KindFilter:    {extra: "part"},
 }
 
 // FindDirective returns the last directive in text, reporting false when
@@ -121,6 +125,13 @@ func ParseDirective(s string) (Directive, error) {
 		seen[k] = true
 		if !slices.Contains([]string{"after", "times", "id", spec.extra}, k) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
+		}
+		if k == "part" {
+			if v != "prompt" && v != "completion" {
+				return Directive{}, fmt.Errorf("directive %q: %w: part=%q is not prompt or completion", clip(s), errValue, clip(v))
+			}
+			d.Completion = v == "completion"
+			continue
 		}
 		if k == "id" {
 			if !validID(v) {
@@ -186,6 +197,10 @@ func (d Directive) String() string {
 		fmt.Fprintf(&b, " code=%d", d.Code)
 	case KindThrottle:
 		fmt.Fprintf(&b, " s=%d", int64(d.RetryAfter/time.Second))
+	case KindFilter:
+		if d.Completion {
+			b.WriteString(" part=completion")
+		}
 	}
 	if d.After > 0 {
 		fmt.Fprintf(&b, " after=%d", d.After.Milliseconds())

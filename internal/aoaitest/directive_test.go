@@ -29,6 +29,9 @@ func TestFindDirective(t *testing.T) {
 		{name: "reset after", text: "[[sim:reset after=5]]", want: aoaitest.Directive{Kind: aoaitest.KindReset, After: 5 * time.Millisecond}, found: true},
 		{name: "malformed", text: "[[sim:malformed]]", want: aoaitest.Directive{Kind: aoaitest.KindMalformed}, found: true},
 		{name: "filter", text: "[[sim:filter]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter}, found: true},
+		{name: "filter prompt", text: "[[sim:filter part=prompt]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter}, found: true},
+		{name: "filter completion", text: "[[sim:filter part=completion]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter, Completion: true}, found: true},
+		{name: "filter elsewhere", text: "[[sim:filter part=system]]", found: true, err: true},
 		{name: "last wins", text: "[[sim:hang]] then [[sim:filter]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter}, found: true},
 		{name: "extra spaces", text: "[[sim:  status   code=500 ]]", want: aoaitest.Directive{Kind: aoaitest.KindStatus, Code: 500}, found: true},
 		{name: "unknown kind", text: "[[sim:explode]]", found: true, err: true},
@@ -75,7 +78,7 @@ func FuzzFindDirective(f *testing.F) {
 		"", "hello", "[[sim:hang]]", "[[sim:slow ms=100]]", "[[sim:status code=503 after=10 times=2 id=x]]",
 		"[[sim:reset after=1]]", "[[sim:malformed]]", "[[sim:throttle s=3]]", "[[sim:filter]]",
 		"[[sim:status code=500 code=500]]", "[[sim:]]", "[[sim:hang", "a [[sim:hang]] b [[sim:filter id=q]]",
-		"[[sim:slow ms=+5]]", "[[sim:hang id=x]]]",
+		"[[sim:slow ms=+5]]", "[[sim:hang id=x]]]", "[[sim:filter part=completion times=1]]",
 	} {
 		f.Add(seed)
 	}

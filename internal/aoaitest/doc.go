@@ -71,7 +71,9 @@
 //   - malformed: 200 application/json with a truncated, unparseable body.
 //   - throttle s=N: 429 with retry-after N and retry-after-ms N*1000 (N
 //     defaults to 1).
-//   - filter: the recorded content-filter 400.
+//   - filter: the recorded content-filter 400 (part=prompt, the default);
+//     with part=completion, a 200 whose answer is cut short with
+//     finish_reason "content_filter" and the tripped category flagged.
 //
 // A request that plays a fault spends no rate-limit quota, and a fault's
 // answer comes at once (after its after=), not paced by the latency model. A

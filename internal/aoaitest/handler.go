@@ -35,7 +35,8 @@ type exchange struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	rec   *Record
-	reset bool // the connection was closed by a reset directive
+	reset bool     // a reset directive dropped the connection
+	conn  net.Conn // the hijacked connection to close, after the record is kept
 
 	apiVersion string // "v1" on the v1 path
 	deployment string
@@ -55,10 +56,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.begin()
 	ex := &exchange{s: s, w: w, r: r, rec: &rec}
 	// Deferred so that the reset directive's panic(http.ErrAbortHandler),
-	// used where the connection cannot be hijacked, is still recorded.
+	// used where the connection cannot be hijacked, is still recorded. The
+	// record is kept before a reset connection is closed, so a client that
+	// sees the reset also sees it in Stats and Requests.
 	defer func() {
 		rec.Elapsed = time.Since(start)
 		s.finish(rec, ex.reset)
+		if ex.conn != nil {
+			_ = ex.conn.Close()
+		}
 	}()
 	ex.serve()
 }
@@ -94,13 +100,18 @@ func (ex *exchange) serve() {
 	maxTokens := ex.rec.MaxTokens
 
 	firstByte := ex.s.opts.TimeToFirstToken
+	filterAnswer := false
 	if d.Kind != "" && ex.s.fire(d) {
 		ex.rec.Fault = string(d.Kind)
-		if d.Kind != KindSlow {
+		switch {
+		case d.Kind == KindSlow:
+			firstByte = d.Delay
+		case d.Kind == KindFilter && d.Completion:
+			filterAnswer = true
+		default:
 			ex.fault(d)
 			return
 		}
-		firstByte = d.Delay
 	}
 
 	v := ex.s.admit(ex.deployment, prompt+maxTokens)
@@ -124,6 +135,9 @@ func (ex *exchange) serve() {
 		return
 	}
 	ans := newAnswer(codec, answerText(lastUserText(req.Messages), ex.model), maxTokens)
+	if filterAnswer {
+		ans = ans.filtered()
+	}
 	ex.rec.CompletionTokens = ans.tokens
 	if req.Stream {
 		ex.stream(ans, prompt, firstByte, v, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
@@ -327,7 +341,8 @@ func (ex *exchange) fault(d Directive) {
 	}
 }
 
-// resetConn closes the connection without an answer: an RST on TCP.
+// resetConn takes the connection over so that ServeHTTP closes it without
+// an answer: an RST on TCP.
 func (ex *exchange) resetConn() {
 	ex.reset = true
 	conn, _, err := http.NewResponseController(ex.w).Hijack()
@@ -339,7 +354,7 @@ func (ex *exchange) resetConn() {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // close sends RST instead of FIN
 	}
-	_ = conn.Close()
+	ex.conn = conn
 }
 
 // unauthorized answers the recorded 401: rejected at the gateway, so only
@@ -460,7 +475,7 @@ func (ex *exchange) writeJSON(status int, body any) {
 func (ex *exchange) completion(a answer, prompt int) completion {
 	return completion{
 		Choices: []choice{{
-			ContentFilterResults: safeResults(),
+			ContentFilterResults: a.results(len(a.pieces) - 1),
 			FinishReason:         a.finish,
 			Message:              answerMessage{Content: a.text(), Role: "assistant"},
 		}},
@@ -497,6 +512,11 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 		return
 	}
 	base := chunk{Created: time.Now().Unix(), ID: completionID(), Model: ex.model, Object: "chat.completion.chunk", SystemFingerprint: "fp_aoaisim"}
+	if includeUsage {
+		// With include_usage every chunk carries "usage": null but the last
+		// (OpenAI's chat streaming reference).
+		base.Usage = json.RawMessage("null")
+	}
 	with := func(c chunkChoice) chunk {
 		ch := base
 		ch.Choices = []chunkChoice{c}
@@ -506,11 +526,11 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 	if !send(with(chunkChoice{ContentFilterResults: struct{}{}, Delta: delta{Content: &empty, Role: "assistant"}})) {
 		return
 	}
-	for _, piece := range a.pieces {
+	for i, piece := range a.pieces {
 		if !ex.wait(time.Duration(piece.tokens) * ex.s.opts.PerToken) {
 			return
 		}
-		if !send(with(chunkChoice{ContentFilterResults: safeResults(), Delta: delta{Content: &piece.text}})) {
+		if !send(with(chunkChoice{ContentFilterResults: a.results(i), Delta: delta{Content: &piece.text}})) {
 			return
 		}
 	}
@@ -520,7 +540,7 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 	if includeUsage {
 		u := base
 		u.Choices = []chunkChoice{}
-		u.Usage = &usage{CompletionTokens: a.tokens, PromptTokens: prompt, TotalTokens: prompt + a.tokens}
+		u.Usage, _ = json.Marshal(usage{CompletionTokens: a.tokens, PromptTokens: prompt, TotalTokens: prompt + a.tokens})
 		if !send(u) {
 			return
 		}
@@ -563,7 +583,29 @@ type piece struct {
 type answer struct {
 	pieces []piece
 	tokens int
-	finish string // "stop" or "length"
+	finish string // "stop", "length" or "content_filter"
+}
+
+// filtered returns the answer as the output filter leaves it: cut after
+// half its pieces, finish_reason "content_filter".
+func (a answer) filtered() answer {
+	a.pieces = a.pieces[:min(len(a.pieces), max(1, len(a.pieces)/2))]
+	a.tokens = 0
+	for _, p := range a.pieces {
+		a.tokens += p.tokens
+	}
+	a.finish = "content_filter"
+	return a
+}
+
+// results are the content_filter_results of piece i: the last piece of a
+// filtered answer is the one that tripped the filter.
+func (a answer) results(i int) filterResults {
+	r := safeResults()
+	if a.finish == "content_filter" && i == len(a.pieces)-1 {
+		r.Violence = filterResult{Filtered: true, Severity: "medium"}
+	}
+	return r
 }
 
 func (a answer) text() string {

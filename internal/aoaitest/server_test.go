@@ -294,6 +294,10 @@ func TestStreamUsageChunk(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(events[32]), &u))
+	for i, ev := range events[1:32] {
+		assert.Contains(t, ev, `"usage":null`, "chunk %d", i+1)
+	}
+	assert.NotContains(t, events[0], "usage")
 	assert.Empty(t, u.Choices)
 	assert.Equal(t, 42, u.Usage.PromptTokens)
 	assert.Equal(t, 29, u.Usage.CompletionTokens)
@@ -477,6 +481,41 @@ func TestFilterDirective(t *testing.T) {
 	assert.Equal(t, "content_filter", errorCode(t, b))
 	assert.Equal(t, "model_error", resp.Header.Get("ms-azureml-model-error-reason"))
 }
+
+func TestFilterCompletionDirective(t *testing.T) {
+	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
+	full := parse(t, must(post(t, sim, "gpt-4o", chatBody("Count to 10", 0, false), nil)))
+	resp, b := post(t, sim, "gpt-4o", chatBody("Count to 10 [[sim:filter part=completion]]", 0, false), nil)
+	require.Equal(t, 200, resp.StatusCode)
+	var got struct {
+		Choices []struct {
+			FinishReason         string `json:"finish_reason"`
+			Message              struct{ Content string }
+			ContentFilterResults struct {
+				Violence struct{ Filtered bool } `json:"violence"`
+			} `json:"content_filter_results"`
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &got))
+	c := got.Choices[0]
+	assert.Equal(t, "content_filter", c.FinishReason)
+	assert.True(t, c.ContentFilterResults.Violence.Filtered)
+	assert.True(t, strings.HasPrefix(full.Choices[0].Message.Content, c.Message.Content))
+	assert.Less(t, got.Usage.CompletionTokens, full.Usage.CompletionTokens)
+	assert.Positive(t, got.Usage.CompletionTokens)
+
+	_, b = post(t, sim, "gpt-4o", chatBody("Count to 10 [[sim:filter part=completion]]", 0, true), nil)
+	events := sseData(t, bytes.NewReader(b))
+	require.GreaterOrEqual(t, len(events), 4)
+	assert.Contains(t, events[len(events)-2], `"finish_reason":"content_filter"`)
+	assert.Contains(t, events[len(events)-3], `"violence":{"filtered":true,"severity":"medium"}`)
+}
+
+// must drops the response of post and keeps the body.
+func must(_ *http.Response, b []byte) []byte { return b }
 
 func TestMalformedDirective(t *testing.T) {
 	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})

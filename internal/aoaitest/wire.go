@@ -153,7 +153,7 @@ type chunk struct {
 	Object              string               `json:"object"`
 	PromptFilterResults []promptFilterResult `json:"prompt_filter_results,omitempty"`
 	SystemFingerprint   string               `json:"system_fingerprint,omitempty"`
-	Usage               *usage               `json:"usage,omitempty"`
+	Usage               json.RawMessage      `json:"usage,omitempty"`
 }
 
 // errorBody wraps every error shape in {"error": ...}.
