@@ -23,6 +23,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -525,7 +526,7 @@ func render(n int, s Source, maxBytes int) source {
 	begin := b.String()
 	// Invalid UTF-8 would not survive JSON anyway; cleaning it here keeps
 	// the cut in shorten on character boundaries.
-	text := strings.ToValidUTF8(s.Text, "\uFFFD")
+	text := defuse(strings.ToValidUTF8(s.Text, "\uFFFD"))
 	r := source{n: n, label: label, begin: begin, text: text, unit: begin + text + endLine(n)}
 	if len(text) > maxBytes {
 		cut := maxBytes
@@ -537,6 +538,22 @@ func render(n int, s Source, maxBytes int) source {
 		r.shortened = true
 	}
 	return r
+}
+
+// delimiter matches what a passage could use to pass for the BEGIN or END
+// line of a source: two or more dashes, then BEGIN or END SOURCE, in any case.
+var delimiter = regexp.MustCompile(`(?i)-{2,}[ \t]*(?:begin|end)[ \t]+source`)
+
+// defuse keeps a passage from closing its own source and opening text the
+// model would take for something else (a fetched page is anyone's text): a
+// dash run before BEGIN/END SOURCE becomes one dash, which no delimiter has.
+func defuse(text string) string {
+	if !strings.Contains(text, "--") {
+		return text
+	}
+	return delimiter.ReplaceAllStringFunc(text, func(m string) string {
+		return "- " + strings.TrimLeft(m, "- \t")
+	})
 }
 
 // endLine closes source number n. The blank line after it keeps the next
