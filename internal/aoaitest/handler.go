@@ -36,7 +36,7 @@ type exchange struct {
 	r     *http.Request
 	rec   *Record
 	reset bool     // a reset directive dropped the connection
-	conn  net.Conn // the hijacked connection to close, after the record is kept
+	conn  net.Conn // the hijacked connection, closed once the record is kept
 
 	apiVersion string // "v1" on the v1 path
 	deployment string
@@ -57,8 +57,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{s: s, w: w, r: r, rec: &rec}
 	// Deferred so that the reset directive's panic(http.ErrAbortHandler),
 	// used where the connection cannot be hijacked, is still recorded. The
-	// record is kept before a reset connection is closed, so a client that
-	// sees the reset also sees it in Stats and Requests.
+	// record is kept before a hijacked connection is closed: net/http ends
+	// every other answer only after ServeHTTP returns, so in both cases a
+	// client that has the whole answer (or the reset) finds the request in
+	// Stats and Requests.
 	defer func() {
 		rec.Elapsed = time.Since(start)
 		s.finish(rec, ex.reset)

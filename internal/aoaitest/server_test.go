@@ -701,3 +701,25 @@ func TestRequestsKeepsTheLast10000(t *testing.T) {
 	assert.Equal(t, "/nothing/20000", recs[9999].Path)
 	assert.Equal(t, 20001, sim.Stats().Requests)
 }
+
+// A client that has read the whole answer (or seen the reset) finds the
+// request already recorded: no synctest.Wait or polling needed.
+func TestRecordVisibleOnceTheAnswerIsRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, c := bubble(t, aoaitest.Options{PerToken: time.Millisecond})
+		bodies := []string{
+			chatBody("hi", 0, false),
+			chatBody("hi", 0, true),
+			chatBody("[[sim:malformed]]", 0, false),
+			chatBody("[[sim:status code=503]]", 0, false),
+			chatBody("[[sim:throttle]]", 0, false),
+			chatBody("[[sim:reset]]", 0, false),
+			"not json",
+		}
+		for i, body := range bodies {
+			_, _, _ = call(t.Context(), c, deploymentsURL, body, nil)
+			require.Len(t, sim.Requests(), i+1, body)
+			assert.Equal(t, 0, sim.Stats().InFlight, body)
+		}
+	})
+}
