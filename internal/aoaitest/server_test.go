@@ -663,29 +663,20 @@ func TestLogsNeitherPromptsNorKeys(t *testing.T) {
 }
 
 func BenchmarkServeHTTP(b *testing.B) {
-	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
-	body := chatBody(recordedPrompt, 1024, false)
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/openai/deployments/gpt-4/chat/completions?api-version=2024-10-21", strings.NewReader(body))
-		w := httptest.NewRecorder()
-		sim.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
-	}
-}
-
-func BenchmarkServeHTTPStream(b *testing.B) {
-	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
-	body := chatBody(recordedPrompt, 1024, true)
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/openai/deployments/gpt-4/chat/completions?api-version=2024-10-21", strings.NewReader(body))
-		w := httptest.NewRecorder()
-		sim.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
+	for _, stream := range []bool{false, true} {
+		b.Run("stream="+strconv.FormatBool(stream), func(b *testing.B) {
+			sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
+			body := chatBody(recordedPrompt, 1024, stream)
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/openai/deployments/gpt-4/chat/completions?api-version=2024-10-21", strings.NewReader(body))
+				w := httptest.NewRecorder()
+				sim.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
 	}
 }
 
