@@ -332,7 +332,7 @@ func (ex *exchange) fault(d Directive) {
 		e.InnerError.ContentFilterResult.Violence = filterResult{Filtered: true, Severity: "medium"}
 		ex.model400(e)
 	case KindMalformed:
-		ans := newAnswer(nil, "This answer is cut short on purpose.", 0)
+		ans := answer{pieces: []piece{{text: "This answer is cut short on purpose.", tokens: 8}}, tokens: 8, finish: "stop"}
 		full, _ := json.Marshal(ex.completion(ans, ex.rec.PromptTokens))
 		ex.successHeaders(ex.s.peek(ex.deployment), "application/json")
 		ex.rec.Status = http.StatusOK
@@ -619,12 +619,8 @@ func (a answer) text() string {
 }
 
 // newAnswer tokenizes text with codec and keeps at most limit tokens (0: no
-// limit), finishing "length" when it had to cut. With a nil codec the text is
-// one piece counted as one token per word.
+// limit), finishing "length" when it had to cut.
 func newAnswer(codec tokenizer.Codec, text string, limit int) answer {
-	if codec == nil {
-		return answer{pieces: []piece{{text: text, tokens: len(strings.Fields(text))}}, tokens: len(strings.Fields(text)), finish: "stop"}
-	}
 	_, toks, err := codec.Encode(text)
 	if err != nil {
 		toks = []string{text}
