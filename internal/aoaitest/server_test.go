@@ -714,3 +714,40 @@ func TestRecordVisibleOnceTheAnswerIsRead(t *testing.T) {
 		}
 	})
 }
+
+func TestModelOption(t *testing.T) {
+	tests := []struct {
+		name, deployment, model, want string
+	}{
+		{"derived: version dropped", "gpt-4-0613", "", "gpt-4"},
+		{"derived: dated version dropped", "gpt-4o-2024-08-06", "", "gpt-4o"},
+		{"derived: plain name", "chat", "", "chat"},
+		{"set", "chat", "gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := aoaitest.New(aoaitest.Options{Deployments: []string{tt.deployment}, Model: tt.model})
+			_, b := post(t, sim, tt.deployment, chatBody("hi", 0, false), nil)
+			var got struct{ Model string }
+			require.NoError(t, json.Unmarshal(b, &got))
+			assert.Equal(t, tt.want, got.Model)
+		})
+	}
+}
+
+func TestTimesWithoutIDCountsPerText(t *testing.T) {
+	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
+	statuses := func(text string, n int) []int {
+		var out []int
+		for range n {
+			resp, _ := post(t, sim, "gpt-4o", chatBody(text, 0, false), nil)
+			out = append(out, resp.StatusCode)
+		}
+		return out
+	}
+	assert.Equal(t, []int{502, 200, 200}, statuses("[[sim:status code=502 times=1]] a", 3))
+	// The same directive in another question shares the counter; another
+	// directive text does not.
+	assert.Equal(t, []int{200}, statuses("b [[sim:status code=502 times=1]]", 1))
+	assert.Equal(t, []int{503, 200}, statuses("[[sim:status code=503 times=1]]", 2))
+}
