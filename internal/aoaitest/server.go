@@ -51,7 +51,9 @@ type Options struct {
 	PerToken time.Duration
 	// TPM is each deployment's tokens-per-minute limit over a sliding 60 s
 	// window of estimates (prompt tokens + max_tokens, as Azure estimates);
-	// 0 means unlimited.
+	// 0 means unlimited, and the x-ratelimit-remaining-* headers then count
+	// down a nominal 1,000,000 tokens (6,000 requests) that is never
+	// enforced.
 	TPM int
 	// ContextWindow is the model's context window in tokens; 0 means by
 	// model (128000 for gpt-4o, 8192 for gpt-4, ...).

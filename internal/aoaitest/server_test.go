@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -532,9 +533,9 @@ func TestResetDirective(t *testing.T) {
 		sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
 		srv := httptest.NewServer(sim)
 		defer srv.Close()
-		// No retries of the idempotent kind: a POST is not retried anyway.
 		_, _, err := call(t.Context(), srv.Client(), srv.URL+"/openai/deployments/gpt-4o/chat/completions?api-version=1", chatBody("[[sim:reset]]", 0, false), nil)
 		require.Error(t, err)
+		assert.ErrorIs(t, err, syscall.ECONNRESET, "linger 0 makes the close an RST, not a FIN")
 		st := sim.Stats()
 		assert.Equal(t, 1, st.Reset)
 		assert.Equal(t, 0, st.Completed)
