@@ -161,19 +161,19 @@ func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	f := newFitter(c, in, max(budget, 0)*maxBytesPerToken)
 	minimal := f.tokens(f.minimal())
 	question := f.turns[len(f.turns)-1] - c.Message(tokens.Message{Role: in.Messages[len(in.Messages)-1].Role})
+
 	if ctxBudget := lim.ContextWindow - lim.MaxTokens; minimal > ctxBudget {
 		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxBudget, 0), Question: question}
 	}
 	if lim.TPM > 0 && minimal+lim.MaxTokens > lim.TPM {
 		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
 	}
-	f.count()
-	f.trim(budget)
+	f.fit(budget)
 	return f.result(), nil
 }
 
-// fitter holds the pieces of one prompt, each counted once, and the state of
-// the trimming.
+// fitter holds the pieces of one prompt, each counted at most once, and the
+// state of the trimming.
 type fitter struct {
 	c  *tokens.Counter
 	in Input
@@ -186,7 +186,7 @@ type fitter struct {
 	header  int // tokens of sourcesHeader
 	sources []source
 
-	turns   []int // tokens of each message, framing included
+	turns   []int // tokens of each message, framing included, once counted
 	starts  []int // indexes where a droppable group of history turns starts, oldest first
 	markers map[string]int
 
@@ -195,7 +195,8 @@ type fitter struct {
 
 // state is how much of the input is kept.
 type state struct {
-	group   int // history groups dropped so far: turns before starts[group] are out
+	group   int // the first history group kept: turns before starts[group] are out
+	turnSum int // tokens of the kept turns, the question included
 	kept    int // sources kept
 	keptSum int // their tokens
 }
@@ -207,7 +208,7 @@ type source struct {
 	begin     string // its BEGIN line, newline included
 	text      string // its text, valid UTF-8
 	unit      string // begin + text + its END line: what is sent
-	tokens    int    // tokens of unit
+	tokens    int    // tokens of unit, once counted
 	kept      bool
 	shortened bool
 }
@@ -246,40 +247,148 @@ func newFitter(c *tokens.Counter, in Input, maxBytes int) *fitter {
 			f.starts = append(f.starts, i)
 		}
 	}
+	f.st = f.minimal()
 	return f
 }
 
-// count counts the sources and the history turns and keeps them all.
-func (f *fitter) count() {
-	last := len(f.in.Messages) - 1
-	size := 0
-	for _, s := range f.sources {
-		size += len(s.unit)
+// minimal is the state with every history turn and every source dropped.
+func (f *fitter) minimal() state {
+	return state{group: len(f.starts), turnSum: f.turns[len(f.turns)-1]}
+}
+
+// firstTurn is the index of the first message kept in st.
+func (f *fitter) firstTurn(st state) int {
+	if st.group >= len(f.starts) {
+		return len(f.in.Messages) - 1
 	}
-	for _, m := range f.in.Messages[:last] {
-		size += len(m.Content)
+	return f.starts[st.group]
+}
+
+// tokens returns the prompt tokens of the prompt in state st, from the
+// counts of its pieces.
+func (f *fitter) tokens(st state) int {
+	rest := 0 // the pieces after the system prompt
+	if st.kept > 0 {
+		rest += f.header + st.keptSum
 	}
-	// Counting is what Fit spends its time on (2-4 MB/s on one core), and
-	// each piece is counted on its own, so a big request spreads over the
-	// processors.
-	each(len(f.sources)+last, size, func(i int) {
-		if i < len(f.sources) {
-			f.sources[i].tokens = f.c.Text(f.sources[i].unit)
-			return
-		}
-		i -= len(f.sources)
-		f.turns[i] = f.c.Message(f.in.Messages[i])
+	if d := len(f.sources) - st.kept; d > 0 {
+		rest += f.marker(sourcesMarker(d))
+	}
+	if first := f.firstTurn(st); first > 0 {
+		rest += f.marker(turnsMarker(first))
+	}
+	n := f.reply + st.turnSum
+	switch {
+	case rest > 0 && f.in.System != "":
+		n += f.sysFrame + f.sysJoin + rest
+	case rest > 0:
+		n += f.sysFrame + rest
+	case f.in.System != "":
+		n += f.sysFrame + f.sysAlone
+	}
+	return n
+}
+
+// marker counts a marker once per distinct text.
+func (f *fitter) marker(s string) int {
+	n, ok := f.markers[s]
+	if !ok {
+		n = f.c.Text(s)
+		f.markers[s] = n
+	}
+	return n
+}
+
+// fit grows the prompt from the minimal state, which fits budget, keeping
+// the most it can. Dropping the least important first (the oldest turns,
+// then the longest passages) until the rest fits keeps the same material as
+// adding it back in the opposite order while it fits: the shortest passages
+// first, each with no history, then, if every passage fits, the newest turns.
+// Growing instead of trimming means that what is dropped is never counted:
+// the work is bounded by the budget, not by the size of the request.
+func (f *fitter) fit(budget int) {
+	// Shortest first; among equals, the more important (earlier) first.
+	order := make([]int, len(f.sources))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(len(f.sources[a].text), len(f.sources[b].text))
 	})
-	for i := range f.sources {
-		f.sources[i].kept = true
-		f.st.kept++
-		f.st.keptSum += f.sources[i].tokens
+	for k := 0; k < len(order); k += chunk {
+		next := order[k:min(k+chunk, len(order))]
+		f.countSources(next)
+		for _, i := range next {
+			st := f.st
+			st.kept++
+			st.keptSum += f.sources[i].tokens
+			if over := f.tokens(st) - budget; over > 0 {
+				// The rest of the passages are at least this long: none of
+				// them fits, and no history fits either.
+				f.shorten(i, over)
+				return
+			}
+			f.sources[i].kept = true
+			f.st = st
+		}
+	}
+	for hi := len(f.starts); hi > 0; {
+		lo := max(hi-chunk, 0)
+		f.countTurns(f.starts[lo], f.end(hi-1))
+		for g := hi - 1; g >= lo; g-- {
+			st := f.st
+			st.group = g
+			for _, t := range f.turns[f.starts[g]:f.end(g)] {
+				st.turnSum += t
+			}
+			if f.tokens(st) > budget {
+				return
+			}
+			f.st = st
+		}
+		hi = lo
 	}
 }
 
+// end is the index just past history group g.
+func (f *fitter) end(g int) int {
+	if g+1 < len(f.starts) {
+		return f.starts[g+1]
+	}
+	return len(f.in.Messages) - 1
+}
+
+// chunk is how many passages or history groups fit counts at a time, in
+// parallel: at most chunk-1 pieces are counted and then not needed.
+const chunk = 8
+
+// countSources counts the sources at the given indexes.
+func (f *fitter) countSources(idx []int) {
+	size := 0
+	for _, i := range idx {
+		size += len(f.sources[i].unit)
+	}
+	each(len(idx), size, func(j int) {
+		s := &f.sources[idx[j]]
+		s.tokens = f.c.Text(s.unit)
+	})
+}
+
+// countTurns counts messages lo to hi-1.
+func (f *fitter) countTurns(lo, hi int) {
+	size := 0
+	for _, m := range f.in.Messages[lo:hi] {
+		size += len(m.Content)
+	}
+	each(hi-lo, size, func(j int) {
+		f.turns[lo+j] = f.c.Message(f.in.Messages[lo+j])
+	})
+}
+
 // parallelBytes is the size of input from which each spreads its work over
-// the processors; below it, goroutines cost more than they save.
-const parallelBytes = 32 << 10
+// the processors; below it, goroutines cost more than they save. Counting
+// runs at 2-7 MB/s on one core, so 16 KB is a few milliseconds.
+const parallelBytes = 16 << 10
 
 // each calls f(0) ... f(n-1), on up to GOMAXPROCS goroutines when size (the
 // bytes the calls work on) is at least parallelBytes, and returns when all
@@ -304,113 +413,24 @@ func each(n, size int, f func(i int)) {
 	wg.Wait()
 }
 
-// minimal is the state with every history turn and every source dropped.
-func (f *fitter) minimal() state {
-	return state{group: len(f.starts)}
-}
-
-// firstTurn is the index of the first message kept in st.
-func (f *fitter) firstTurn(st state) int {
-	if st.group >= len(f.starts) {
-		return len(f.in.Messages) - 1
-	}
-	return f.starts[st.group]
-}
-
-// tokens returns the prompt tokens of the prompt in state st, from the
-// counts of its pieces.
-func (f *fitter) tokens(st state) int {
-	rest := 0 // the pieces after the system prompt
-	if st.kept > 0 {
-		rest += f.header + st.keptSum
-	}
-	if d := len(f.sources) - st.kept; d > 0 {
-		rest += f.marker(sourcesMarker(d))
-	}
-	first := f.firstTurn(st)
-	if first > 0 {
-		rest += f.marker(turnsMarker(first))
-	}
-	n := f.reply
-	switch {
-	case rest > 0 && f.in.System != "":
-		n += f.sysFrame + f.sysJoin + rest
-	case rest > 0:
-		n += f.sysFrame + rest
-	case f.in.System != "":
-		n += f.sysFrame + f.sysAlone
-	}
-	for _, t := range f.turns[first:] {
-		n += t
-	}
-	return n
-}
-
-// marker counts a marker once per distinct text.
-func (f *fitter) marker(s string) int {
-	n, ok := f.markers[s]
-	if !ok {
-		n = f.c.Text(s)
-		f.markers[s] = n
-	}
-	return n
-}
-
-// trim cuts the prompt until it fits budget, which the minimal state does.
-func (f *fitter) trim(budget int) {
-	for f.tokens(f.st) > budget && f.st.group < len(f.starts) {
-		f.st.group++
-	}
-	if f.tokens(f.st) <= budget {
-		return
-	}
-	// Longest first; among equals, the less important (later) one first.
-	order := make([]int, len(f.sources))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(f.sources[b].tokens, f.sources[a].tokens); c != 0 {
-			return c
-		}
-		return cmp.Compare(b, a)
-	})
-	var codec tokenizer.Codec // for cutting at a token boundary, made when first needed
-	for _, i := range order {
-		over := f.tokens(f.st) - budget
-		if over <= 0 {
-			return
-		}
-		if codec == nil {
-			var err error
-			if codec, err = tokenizer.Get(tokenizer.Encoding(f.c.Encoding())); err != nil {
-				codec = nil
-			}
-		}
-		if codec != nil && f.shorten(codec, i, over) {
-			return
-		}
-		s := &f.sources[i]
-		s.kept = false
-		f.st.kept--
-		f.st.keptSum -= s.tokens
-	}
-}
-
-// shorten cuts source i so that its unit loses at least over tokens while
-// keeping at least MinShortened tokens of text, and reports whether it could.
-func (f *fitter) shorten(codec tokenizer.Codec, i, over int) bool {
+// shorten keeps source i cut so that the prompt fits, when the prompt with
+// it whole is over by over tokens and the cut keeps at least MinShortened
+// tokens of its text; otherwise source i stays out.
+func (f *fitter) shorten(i, over int) {
 	s := &f.sources[i]
 	target := s.tokens - over
 	end := shortenedEnd(s.n)
-	fixed := f.c.Text(s.begin + end)
-	keep := target - fixed
+	keep := target - f.c.Text(s.begin+end)
 	if keep < MinShortened {
-		return false
+		return
+	}
+	codec, err := tokenizer.Get(tokenizer.Encoding(f.c.Encoding()))
+	if err != nil {
+		return // an encoding the tokenizer cannot cut: drop instead
 	}
 	_, toks, err := codec.Encode(s.text)
 	if err != nil || keep >= len(toks) {
-		return false
+		return
 	}
 	// The prefix of a text cut at a token boundary usually counts as the
 	// tokens before the cut, but not always (the cut and the marker change
@@ -427,13 +447,13 @@ func (f *fitter) shorten(codec tokenizer.Codec, i, over int) bool {
 		unit := s.begin + s.text[:cut] + end
 		n := f.c.Text(unit)
 		if n <= target {
-			f.st.keptSum += n - s.tokens
-			s.unit, s.tokens, s.shortened = unit, n, true
-			return true
+			s.unit, s.tokens, s.shortened, s.kept = unit, n, true, true
+			f.st.kept++
+			f.st.keptSum += n
+			return
 		}
 		keep -= n - target
 	}
-	return false
 }
 
 // result renders the prompt in the current state.

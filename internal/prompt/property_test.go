@@ -44,12 +44,12 @@ func randomInput(r *rand.Rand) prompt.Input {
 		in.System = randomText(r, 20)
 	}
 	roles := []string{"user", "assistant"}
-	for range r.IntN(8) {
+	for range r.IntN(30) {
 		in.Messages = append(in.Messages, tokens.Message{Role: roles[r.IntN(2)], Content: randomText(r, 60)})
 	}
 	in.Messages = append(in.Messages, tokens.Message{Role: "user", Content: randomText(r, 30)})
 	kinds := []string{"", prompt.KindSource, prompt.KindDocument, prompt.KindPage}
-	for range r.IntN(6) {
+	for range r.IntN(20) {
 		in.Sources = append(in.Sources, prompt.Source{
 			Kind:  kinds[r.IntN(len(kinds))],
 			Title: randomText(r, 4),
