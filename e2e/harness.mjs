@@ -1,0 +1,146 @@
+// The stack the browser tests run against: the simulator and the handler,
+// built from this checkout, and two demo servers, one on an origin the
+// handler allows and one on an origin it does not. Every port is free-picked
+// on 127.0.0.1; every process is ours and is stopped by its pid.
+import { spawn, execFile } from 'node:child_process';
+import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+export const repo = resolve(fileURLToPath(new URL('..', import.meta.url)));
+export const artifacts = join(repo, 'e2e', 'artifacts');
+
+/** The handler's scaled-down clock for the tests. */
+export const BUDGET = '3s';
+export const THRESHOLD = '1500ms';
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function waitFor(url, what, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      await r.arrayBuffer();
+      return r.status;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not answer at ${url} within ${timeoutMs} ms: ${last}`);
+}
+
+/** A child process whose output is kept (and saved as an artifact at the end). */
+class Proc {
+  constructor(name, cmd, args, env) {
+    this.name = name;
+    this.lines = [];
+    this.child = spawn(cmd, args, { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let partial = '';
+    this.exited = new Promise((r) =>
+      this.child.on('close', (code, signal) => {
+        if (partial) this.lines.push(partial);
+        if (!this.stopping) this.lines.push(`[e2e] ${name} exited early: code ${code}, signal ${signal}`);
+        r({ code, signal });
+      }),
+    );
+    const onData = (chunk) => {
+      partial += chunk;
+      const parts = partial.split('\n');
+      partial = parts.pop();
+      this.lines.push(...parts);
+    };
+    this.child.stdout.setEncoding('utf8').on('data', onData);
+    this.child.stderr.setEncoding('utf8').on('data', onData);
+  }
+
+  async stop() {
+    this.stopping = true;
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Builds and starts the simulator, the handler (budget 3 s, threshold
+ * 1.5 s) and the two demo servers. Returns their URLs, the handler's log
+ * lines, and stop().
+ */
+export async function startStack() {
+  const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
+  const run = promisify(execFile);
+  await Promise.all([
+    run('go', ['build', '-o', join(bin, 'handler'), './cmd/handler'], { cwd: repo }),
+    run('go', ['build', '-o', join(bin, 'aoaisim'), './cmd/aoaisim'], { cwd: repo }),
+  ]);
+  const [simPort, apiPort, demoPort, otherPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const key = 'e2e-key';
+  const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' };
+  const procs = [];
+  const stack = {
+    api: `http://127.0.0.1:${apiPort}`,
+    demo: `http://127.0.0.1:${demoPort}`,
+    otherDemo: `http://127.0.0.1:${otherPort}`,
+    procs,
+    handler: undefined,
+    /** The handler's JSON log lines ("msg":"request") from index on. */
+    requestLog(from = 0) {
+      return stack.handler.lines.slice(from).flatMap((l) => {
+        try {
+          const j = JSON.parse(l);
+          return j.msg === 'request' ? [j] : [];
+        } catch {
+          return [];
+        }
+      });
+    },
+    async stop() {
+    this.stopping = true;
+      await Promise.all(procs.map((p) => p.stop()));
+      await mkdir(artifacts, { recursive: true });
+      for (const p of procs) await writeFile(join(artifacts, `${p.name}.log`), p.lines.join('\n') + '\n');
+      await rm(bin, { recursive: true, force: true });
+    },
+  };
+  try {
+    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini'], baseEnv));
+    await waitFor(`http://127.0.0.1:${simPort}/`, 'the simulator');
+    stack.handler = new Proc('handler', join(bin, 'handler'), [], {
+      ...baseEnv,
+      FUNCTIONS_CUSTOMHANDLER_PORT: String(apiPort),
+      AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${simPort}`,
+      AZURE_OPENAI_DEPLOYMENT: 'gpt-4o-mini',
+      AZURE_OPENAI_API_KEY: key,
+      REQUEST_BUDGET: BUDGET,
+      FAST_FAILURE_THRESHOLD: THRESHOLD,
+      ALLOWED_ORIGINS: stack.demo,
+    });
+    procs.push(stack.handler);
+    await waitFor(`${stack.api}/api/health`, 'the handler');
+    for (const [name, port] of [['demo', demoPort], ['demo-disallowed', otherPort]]) {
+      procs.push(new Proc(name, process.execPath, ['demo/serve.mjs', '--port', String(port), '--api', stack.api, '--threshold', THRESHOLD, '--budget', BUDGET], baseEnv));
+      await waitFor(`http://127.0.0.1:${port}/config.js`, name);
+    }
+  } catch (err) {
+    await stack.stop();
+    throw err;
+  }
+  return stack;
+}
