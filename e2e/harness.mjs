@@ -17,16 +17,18 @@ export const artifacts = join(repo, 'e2e', 'artifacts');
 export const BUDGET = '3s';
 export const THRESHOLD = '1500ms';
 
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolvePort(port));
-    });
-  });
+/** n distinct free ports on 127.0.0.1: all held open at once, then released. */
+async function freePorts(n) {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise((resolveServer, reject) => {
+      const srv = createServer();
+      srv.on('error', reject);
+      srv.listen(0, '127.0.0.1', () => resolveServer(srv));
+    })),
+  );
+  const ports = servers.map((s) => s.address().port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }
 
 async function waitFor(url, what, timeoutMs = 20_000) {
@@ -90,7 +92,7 @@ export async function startStack() {
     run('go', ['build', '-o', join(bin, 'handler'), './cmd/handler'], { cwd: repo }),
     run('go', ['build', '-o', join(bin, 'aoaisim'), './cmd/aoaisim'], { cwd: repo }),
   ]);
-  const [simPort, apiPort, demoPort, otherPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const [simPort, apiPort, demoPort, otherPort] = await freePorts(4);
   const key = 'e2e-key';
   const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' };
   const procs = [];
