@@ -20,6 +20,11 @@ const (
 	relStrictOffic = "http://purl.oclc.org/ooxml/officeDocument/relationships/officeDocument"
 )
 
+// maxRatio is a compression ratio that text XML does not reach with
+// deflate (typical parts compress 5-20x; a bomb of one repeated byte, about
+// 1000x).
+const maxRatio = 100
+
 // docx extracts the paragraphs of the main document part. Only the parts it
 // reads are decompressed (images are never touched), through a reader that
 // fails past MaxExpandedBytes, whatever the zip directory claims.
@@ -97,8 +102,12 @@ func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64)
 // readPart decompresses one zip entry through a capped reader and hands an
 // XML decoder over it to parse.
 func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, parse func(*xml.Decoder) error) error {
-	if f.UncompressedSize64 > uint64(*budget) {
-		return fmt.Errorf("%w: %s declares %d bytes, over the %d-byte limit", ErrUnreadable, f.Name, f.UncompressedSize64, x.lim.MaxExpandedBytes)
+	// A part that says it is over the budget at a ratio no real XML
+	// reaches is a bomb: refuse it without inflating anything. A large
+	// real part is read, and reading stops at the text cap; the capped
+	// reader below is what holds either way, whatever the zip claims.
+	if f.UncompressedSize64 > uint64(*budget) && f.UncompressedSize64 > maxRatio*f.CompressedSize64 {
+		return fmt.Errorf("%w: %s declares %d bytes from %d, over the %d-byte limit", ErrUnreadable, f.Name, f.UncompressedSize64, f.CompressedSize64, x.lim.MaxExpandedBytes)
 	}
 	rc, err := f.Open()
 	if err != nil {

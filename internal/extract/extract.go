@@ -68,7 +68,9 @@ type Document struct {
 }
 
 // Limits caps the work one extraction may do. A zero field takes the default
-// named beside it.
+// named beside it. Reading stops once MaxTextBytes of text are out, so a
+// large but honest document is truncated, not refused; the other caps are
+// for files whose structure is hostile.
 type Limits struct {
 	// MaxExpandedBytes caps the decompressed bytes read: the XML parts of a
 	// DOCX zip, and the content and ToUnicode streams of a PDF. Default
@@ -76,7 +78,9 @@ type Limits struct {
 	MaxExpandedBytes int64
 	// MaxEntries caps the number of entries in a DOCX zip. Default 1000.
 	MaxEntries int
-	// MaxPages caps the pages of a PDF. Default 500. Over it: ErrUnreadable.
+	// MaxPages caps the pages of a PDF. Default 2000 (walking the page
+	// tree is cheap; the text cap bounds the real work). Over it:
+	// ErrUnreadable.
 	MaxPages int
 	// MaxDepth caps element nesting in DOCX XML and HTML. Default 256.
 	MaxDepth int
@@ -89,7 +93,7 @@ type Limits struct {
 const (
 	DefaultMaxExpandedBytes = 64 << 20
 	DefaultMaxEntries       = 1000
-	DefaultMaxPages         = 500
+	DefaultMaxPages         = 2000
 	DefaultMaxDepth         = 256
 	DefaultMaxTextBytes     = 2 << 20
 )
@@ -114,7 +118,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Result is the extracted text. Truncated reports that the text was cut at
-// Limits.MaxTextBytes. Pages is the page count of a PDF, 0 for other types.
+// Limits.MaxTextBytes. Pages is the number of PDF pages read (all of them
+// unless Truncated), 0 for other types.
 type Result struct {
 	Text      string
 	Truncated bool

@@ -69,6 +69,12 @@ func TestExtractRealFiles(t *testing.T) {
 			want: []string{"hi"},
 		},
 		{
+			name:      "pdf with xref stream and inherited resources",
+			doc:       Document{Name: "xs.pdf", ContentType: TypePDF, Data: onePagePDFXrefStream(t)},
+			want:      []string{"Cross-reference stream"},
+			wantPages: 1,
+		},
+		{
 			name:      "sniffed pdf",
 			doc:       Document{Name: "noext", Data: makePDF(t, true, []string{"Sniffed"})},
 			want:      []string{"Sniffed"},
@@ -175,6 +181,14 @@ func TestTruncatedText(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Truncated)
 	assert.Len(t, res.Text, 100)
+
+	// A large honest document over the expanded-bytes cap is read up to
+	// the text cap, not refused as a bomb.
+	res, err = Extract(t.Context(), Document{Name: "big.docx", ContentType: TypeDOCX,
+		Data: makeDOCX(t, documentXML(textLines(0, 30_000)...), true)}, Limits{MaxExpandedBytes: 1 << 20, MaxTextBytes: 64 << 10})
+	require.NoError(t, err)
+	assert.True(t, res.Truncated)
+	assert.Len(t, res.Text, 64<<10)
 }
 
 // TestExtractDeadlineVirtualTime: a slow extraction ends exactly at its

@@ -192,3 +192,53 @@ func onePagePDF(tb testing.TB, content []byte, compress bool) []byte {
 		pdfObject{body: helvetica},
 	)
 }
+
+// buildPDFXrefStream is buildPDF with a cross-reference stream (PDF 1.5)
+// instead of a table: object n+1 is the /Type /XRef stream, fields 1 4 2
+// bytes wide, stored unfiltered.
+func buildPDFXrefStream(objs ...pdfObject) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.5\n")
+	offsets := make([]int, len(objs))
+	write := func(i int, o pdfObject) {
+		fmt.Fprintf(&b, "%d 0 obj\n", i+1)
+		if o.stream != nil {
+			fmt.Fprintf(&b, "<<%s /Length %d>>\nstream\n", o.dict, len(o.stream))
+			b.Write(o.stream)
+			b.WriteString("\nendstream\n")
+		} else {
+			b.WriteString(o.body + "\n")
+		}
+		b.WriteString("endobj\n")
+	}
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		write(i, o)
+	}
+	xref := b.Len()
+	var rows []byte
+	row := func(typ byte, off uint32, gen uint16) {
+		rows = append(rows, typ, byte(off>>24), byte(off>>16), byte(off>>8), byte(off), byte(gen>>8), byte(gen))
+	}
+	row(0, 0, 65535)
+	for _, off := range offsets {
+		row(1, uint32(off), 0)
+	}
+	row(1, uint32(xref), 0)
+	n := len(objs) + 2
+	write(len(objs), pdfObject{dict: fmt.Sprintf("/Type /XRef /Size %d /W [1 4 2] /Root 1 0 R", n), stream: rows})
+	fmt.Fprintf(&b, "startxref\n%d\n%%%%EOF\n", xref)
+	return b.Bytes()
+}
+
+// onePagePDFXrefStream is onePagePDF with a cross-reference stream.
+func onePagePDFXrefStream(tb testing.TB) []byte {
+	tb.Helper()
+	return buildPDFXrefStream(
+		pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
+		pdfObject{body: "<</Type/Pages /Kids [3 0 R] /Count 1 /Resources <</Font <</F1 5 0 R>>>>>>"},
+		pdfObject{body: "<</Type/Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R>>"},
+		pdfObject{dict: "/Filter /FlateDecode", stream: deflate(tb, []byte("BT /F1 12 Tf 72 700 Td (Cross-reference stream) Tj ET"))},
+		pdfObject{body: helvetica},
+	)
+}

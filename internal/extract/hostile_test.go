@@ -24,7 +24,7 @@ type hostileCase struct {
 
 func hostileCases(tb testing.TB) []hostileCase {
 	tb.Helper()
-	manyKids := make([]string, 600)
+	manyKids := make([]string, 2001)
 	for i := range manyKids {
 		manyKids[i] = "3 0 R"
 	}
@@ -33,6 +33,7 @@ func hostileCases(tb testing.TB) []hostileCase {
 		entries = append(entries, zipEntry{name: fmt.Sprintf("customXml/item%d.xml", i), data: []byte("<a/>")})
 	}
 	small := onePagePDF(tb, []byte("BT /F1 12 Tf (hi) Tj ET"), false)
+	smallXS := onePagePDFXrefStream(tb)
 	return []hostileCase{
 		{
 			name: "pdf xref subsection far past the file",
@@ -40,9 +41,19 @@ func hostileCases(tb testing.TB) []hostileCase {
 			msg:  "does not fit",
 		},
 		{
-			name: "pdf huge /Size",
-			doc:  Document{Name: "size.pdf", ContentType: TypePDF, Data: bytes.Replace(small, []byte("/Size 6"), []byte("/Size 4000000000"), 1)},
-			msg:  "does not fit",
+			name: "pdf xref stream with huge /Size",
+			doc:  Document{Name: "size.pdf", ContentType: TypePDF, Data: bytes.Replace(smallXS, []byte("/Size 7"), []byte("/Size 4000000000"), 1)},
+			msg:  "/Size 4000000000 does not fit",
+		},
+		{
+			name: "pdf xref stream with /Index far past the file",
+			doc:  Document{Name: "index.pdf", ContentType: TypePDF, Data: bytes.Replace(smallXS, []byte("/Size 7"), []byte("/Size 7 /Index [90000000 7]"), 1)},
+			msg:  "/Index does not fit",
+		},
+		{
+			name: "pdf xref stream with wide fields",
+			doc:  Document{Name: "wide-w.pdf", ContentType: TypePDF, Data: bytes.Replace(smallXS, []byte("/W [1 4 2]"), []byte("/W [1 4 90000000]"), 1)},
+			msg:  "field width",
 		},
 		{
 			name: "pdf cyclic page tree",
@@ -53,13 +64,13 @@ func hostileCases(tb testing.TB) []hostileCase {
 			msg: "cyclic",
 		},
 		{
-			name: "pdf page tree with 600 pages",
+			name: "pdf page tree with 2001 pages",
 			doc: Document{Name: "wide.pdf", ContentType: TypePDF, Data: buildPDF(
 				pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
-				pdfObject{body: "<</Type/Pages /Kids [" + strings.Join(manyKids, " ") + "] /Count 600>>"},
+				pdfObject{body: "<</Type/Pages /Kids [" + strings.Join(manyKids, " ") + "] /Count 2001>>"},
 				pdfObject{body: "<</Type/Page /Parent 2 0 R>>"},
 			)},
-			msg: "more than 500 pages",
+			msg: "more than 2000 pages",
 		},
 		{
 			name: "pdf flate bomb content stream",
@@ -68,7 +79,7 @@ func hostileCases(tb testing.TB) []hostileCase {
 			msg:  "over 8388608 bytes",
 		},
 		{
-			name: "pdf deeply nested arrays",
+			name:     "pdf deeply nested arrays",
 			doc:      Document{Name: "nest.pdf", ContentType: TypePDF, Data: onePagePDF(tb, []byte(strings.Repeat("[", 100_000)+" (x) Tj"), false)},
 			readable: true, // the library caps object depth and skips the operand
 		},
