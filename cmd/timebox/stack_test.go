@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/retry"
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// askTheStack runs timebox ask against the real handler (internal/api with
+// the real azcore client) and the simulator, at the production budget (200 s)
+// and threshold (30 s), all on virtual time in a synctest bubble. It returns
+// how many requests the handler got and how long the command took.
+func askTheStack(t *testing.T, question string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
+	synctest.Test(t, func(t *testing.T) {
+		const key = "sim-key"
+		settings := map[string]string{
+			"AZURE_OPENAI_ENDPOINT":   "http://127.0.0.1:8081",
+			"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_API_KEY":    key,
+		}
+		cfg, cerr := config.Load(func(k string) string { return settings[k] })
+		require.NoError(t, cerr)
+
+		simLn := memnet.Listen()
+		simSrv := &http.Server{Handler: aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}})}
+		go func() { _ = simSrv.Serve(simLn) }()
+		simClient := simLn.Client()
+		chat, cerr := aoai.New(aoai.Options{
+			Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIKey: cfg.APIKey,
+			Transport: simClient, FastFailure: cfg.FastFailure, MaxAttempts: cfg.UpstreamAttempts,
+		})
+		require.NoError(t, cerr)
+		counter, cerr := tokens.New(cfg.Encoding)
+		require.NoError(t, cerr)
+		h := api.New(api.Deps{Config: cfg, Chat: chat, Tokens: counter, Version: "test", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+
+		var n atomic.Int64
+		apiLn := memnet.Listen()
+		apiSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/chat" {
+				n.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})}
+		go func() { _ = apiSrv.Serve(apiLn) }()
+		client := apiLn.Client()
+
+		var out, errOut bytes.Buffer
+		start := time.Now()
+		err = runWith(t.Context(), []string{"timebox", "ask", "--url", "http://app.test", question}, noEnv, &out, &errOut, client)
+		elapsed = time.Since(start)
+		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
+
+		client.CloseIdleConnections()
+		simClient.CloseIdleConnections()
+		_ = apiSrv.Close()
+		_ = simSrv.Close()
+	})
+	return stdout, stderr, requests, elapsed, err
+}
+
+func TestStackAnswers(t *testing.T) {
+	out, errOut, n, _, err := askTheStack(t, "Count to 5, with a comma between each number, no newlines and a period at the end.")
+	require.NoError(t, err, errOut)
+	assert.Equal(t, "1, 2, 3, 4, 5.\n", out)
+	assert.EqualValues(t, 1, n)
+}
+
+func TestStackHangPastTheBudgetIsAskedOnce(t *testing.T) {
+	_, errOut, n, elapsed, err := askTheStack(t, "[[sim:hang]] hi")
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	assert.EqualValues(t, 1, n, "a 500 is never retried")
+	assert.Equal(t, 500, ce.Status)
+	assert.Equal(t, "deadline_exceeded", ce.Code)
+	assert.True(t, ce.Timeout)
+	assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
+	assert.Equal(t, 200*time.Second, elapsed.Round(time.Second), "the handler answers at its budget (200 s)")
+	assert.Equal(t, 1, strings.Count(errOut, "attempt "))
+}
+
+func TestStackTwoFast503sThenSuccess(t *testing.T) {
+	out, errOut, n, _, err := askTheStack(t, "[[sim:status code=503 times=2 id=cli-stack]] Count to 3, with a comma between each number, no newlines and a period at the end.")
+	require.NoError(t, err, errOut)
+	assert.EqualValues(t, 3, n)
+	assert.Equal(t, "1, 2, 3.\n", out)
+	assert.Regexp(t, `^attempt 1: status 503 upstream_unavailable in \S+ -> retry after \S+\nattempt 2: status 503 upstream_unavailable in \S+ -> retry after \S+\nattempt 3: status 200 in \S+ -> success\n`, errOut)
+}
+
+func TestStackSlowFailureIsAskedOnce(t *testing.T) {
+	_, _, n, elapsed, err := askTheStack(t, "[[sim:status code=503 after=31000]] hi")
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	assert.EqualValues(t, 1, n)
+	assert.Equal(t, 500, ce.Status)
+	assert.Equal(t, "upstream_error", ce.Code)
+	assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
+	assert.Equal(t, 31*time.Second, elapsed.Round(time.Second))
+}
