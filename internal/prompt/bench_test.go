@@ -75,8 +75,9 @@ func bigRequest() prompt.Input {
 }
 
 // BenchmarkFit fits bigRequest (about 115 KB, 25k tokens) to limits that
-// keep everything, that cut turns and passages, and that leave only the
-// question.
+// keep everything, that keep half, and that keep what fits a TPM limit of
+// 8000 with 1000 reserved; and a huge request (bigRequest plus five 2 MB
+// documents, the most extraction returns) to a 128k context window.
 func BenchmarkFit(b *testing.B) {
 	in := bigRequest()
 	var size int
@@ -112,5 +113,33 @@ func BenchmarkFit(b *testing.B) {
 				b.ReportMetric(float64(res.PromptTokens), "kept_tokens")
 			})
 		}
+	}
+}
+
+func BenchmarkFitHuge(b *testing.B) {
+	in := bigRequest()
+	var docs []prompt.Source
+	for i := range 5 {
+		docs = append(docs, prompt.Source{Kind: prompt.KindDocument, Title: fmt.Sprintf("doc%d.pdf", i), Text: prose(uint64(1000+i), 2<<20)})
+	}
+	in.Sources = append(docs, in.Sources...)
+	size := 0
+	for _, s := range in.Sources {
+		size += len(s.Text)
+	}
+	for _, model := range []string{"gpt-4o", "gpt-4"} {
+		c, err := tokens.ForModel(model)
+		require.NoError(b, err)
+		b.Run(model, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var res prompt.Result
+			for b.Loop() {
+				res, err = prompt.Fit(c, in, prompt.Limits{ContextWindow: 128000, MaxTokens: 4096})
+			}
+			require.NoError(b, err)
+			b.ReportMetric(float64(res.PromptTokens), "kept_tokens")
+			b.ReportMetric(float64(len(res.Dropped.Sources)), "dropped_sources")
+		})
 	}
 }

@@ -7,16 +7,20 @@
 //
 // Trimming drops the least important material first: the oldest turns (a
 // user turn together with the replies that follow it), then the longest
-// passages, shortening a passage at a token boundary instead of dropping it
-// when that is enough. Every cut leaves a visible marker in the prompt, and
-// the Result says what was cut. The system prompt and the last message (the
-// question) are never trimmed; when even they cannot fit, Fit returns a
-// *TooLargeError that tells the user how much to cut.
+// passages (by bytes of text), shortening a passage at a token boundary
+// instead of dropping it when that is enough. Every cut leaves a visible
+// marker in the prompt, and the Result says what was cut. The system prompt
+// and the last message (the question) are never trimmed; when even they
+// cannot fit, Fit returns a *TooLargeError that tells the user how much to
+// cut.
 //
-// Counting is exact and cheap: every piece of the prompt is counted once, and
-// the pieces are joined only where the tokenizers' pre-tokenization always
-// splits (after a newline, before a character that is not white space), so
-// the tokens of the whole are the sum of the tokens of its parts.
+// Counting is exact and cheap. Every piece of the prompt is counted at most
+// once, and the pieces are joined only where the tokenizers' pre-tokenization
+// always splits (after a newline, before a character that is not white
+// space), so the tokens of the whole are the sum of the tokens of its parts.
+// Material that is dropped is never counted: Fit grows the prompt from the
+// smallest one it could send, so its work is bounded by the budget rather
+// than by the size of the request.
 package prompt
 
 import (
@@ -144,6 +148,10 @@ type Result struct {
 // with Limit "context_window"; when they and MaxTokens exceed TPM, one with
 // Limit "tpm". It returns ErrNoQuestion when in has no messages and
 // ErrInvalidLimits when a limit is out of range. Fit does not modify in.
+//
+// A big request is counted on up to GOMAXPROCS goroutines, all finished
+// before Fit returns. Fit takes no context: it is bounded (about a budget's
+// worth of text, at 2-7 MB/s a core) and does not block.
 func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if len(in.Messages) == 0 {
 		return Result{}, ErrNoQuestion
@@ -315,8 +323,14 @@ func (f *fitter) fit(budget int) {
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(len(f.sources[a].text), len(f.sources[b].text))
 	})
-	for k := 0; k < len(order); k += chunk {
-		next := order[k:min(k+chunk, len(order))]
+	for k := 0; k < len(order); {
+		n, size := 1, len(f.sources[order[k]].unit)
+		for k+n < len(order) && n < chunk && size+len(f.sources[order[k+n]].unit) <= chunkBytes {
+			size += len(f.sources[order[k+n]].unit)
+			n++
+		}
+		next := order[k : k+n]
+		k += n
 		f.countSources(next)
 		for _, i := range next {
 			st := f.st
@@ -333,7 +347,11 @@ func (f *fitter) fit(budget int) {
 		}
 	}
 	for hi := len(f.starts); hi > 0; {
-		lo := max(hi-chunk, 0)
+		lo, size := hi-1, f.size(hi-1)
+		for lo > 0 && hi-lo < chunk && size+f.size(lo-1) <= chunkBytes {
+			lo--
+			size += f.size(lo)
+		}
 		f.countTurns(f.starts[lo], f.end(hi-1))
 		for g := hi - 1; g >= lo; g-- {
 			st := f.st
@@ -358,9 +376,22 @@ func (f *fitter) end(g int) int {
 	return len(f.in.Messages) - 1
 }
 
-// chunk is how many passages or history groups fit counts at a time, in
-// parallel: at most chunk-1 pieces are counted and then not needed.
-const chunk = 8
+// size is the bytes of the messages in history group g.
+func (f *fitter) size(g int) int {
+	n := 0
+	for _, m := range f.in.Messages[f.starts[g]:f.end(g)] {
+		n += len(m.Content)
+	}
+	return n
+}
+
+// fit counts passages or history groups a chunk at a time, in parallel: up
+// to chunk of them while they add up to at most chunkBytes (and at least
+// one). What it counts and then does not need is bounded by the chunk.
+const (
+	chunk      = 8
+	chunkBytes = 64 << 10
+)
 
 // countSources counts the sources at the given indexes.
 func (f *fitter) countSources(idx []int) {

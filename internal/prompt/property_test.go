@@ -109,7 +109,7 @@ func TestFitProperty(t *testing.T) {
 			t.Parallel()
 			c := counter(t, model)
 			r := rand.New(rand.NewPCG(1, uint64(len(model))))
-			n := 200
+			n := 120
 			if testing.Short() {
 				n = 50
 			}
