@@ -149,12 +149,17 @@ export interface ChatRequest {
 /** A 200 from `POST /api/chat`. */
 export interface ChatResponse {
   answer: string;
-  finishReason: 'stop' | 'length' | 'content_filter' | string;
-  usage: Record<string, number>;
+  /** 'stop', 'length' or 'content_filter'. */
+  finishReason: string;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
   requestId: string;
+  /** The server's own time for the request, in ms. */
   elapsedMs: number;
+  /** Upstream calls the server made (it retries a throttle itself when the wait fits its budget). */
   upstreamAttempts: number;
-  truncated: unknown;
+  /** True when material was cut to fit the context window; `dropped` says what. */
+  truncated: boolean;
+  dropped?: { turns?: number; sources?: string[]; shortened?: string[] };
 }
 
 /** What {@link TimeboxError} carries besides its message. */
