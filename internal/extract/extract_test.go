@@ -114,9 +114,9 @@ func TestExtractRefusals(t *testing.T) {
 	for i := range 1200 {
 		manyEntries = append(manyEntries, zipEntry{name: fmt.Sprintf("word/media/%d.bin", i), data: []byte{1}})
 	}
-	// A zip bomb: a document part of 16 MiB of one repeated paragraph,
-	// deflated to about 16 KiB, against an 8 MiB limit.
-	bombXML := documentXML(strings.Repeat("a", 16<<20))
+	// A zip bomb: a document part of 3 MiB of one repeated paragraph,
+	// deflated to about 3 KiB, against a 1 MiB limit.
+	bombXML := documentXML(strings.Repeat("a", 3<<20))
 
 	tests := []struct {
 		name string
@@ -135,7 +135,7 @@ func TestExtractRefusals(t *testing.T) {
 		{name: "docx that is not a zip", doc: Document{Name: "x.docx", ContentType: TypeDOCX, Data: []byte("hello")}, want: ErrUnreadable},
 		{name: "docx truncated zip", doc: Document{Name: "x.docx", ContentType: TypeDOCX, Data: makeDOCX(t, documentXML("hi"), false)[:40]}, want: ErrUnreadable},
 		{name: "docx without document part", doc: Document{Name: "x.docx", ContentType: TypeDOCX, Data: makeZip(t, zipEntry{name: "a.txt", data: []byte("x")})}, want: ErrUnreadable, msg: "no main document"},
-		{name: "docx zip bomb", doc: Document{Name: "bomb.docx", ContentType: TypeDOCX, Data: makeDOCX(t, bombXML, false)}, lim: Limits{MaxExpandedBytes: 8 << 20}, want: ErrUnreadable, msg: "over the"},
+		{name: "docx zip bomb", doc: Document{Name: "bomb.docx", ContentType: TypeDOCX, Data: makeDOCX(t, bombXML, false)}, lim: Limits{MaxExpandedBytes: 1 << 20}, want: ErrUnreadable, msg: "over the"},
 		{name: "docx too many entries", doc: Document{Name: "many.docx", ContentType: TypeDOCX, Data: makeZip(t, manyEntries...)}, want: ErrUnreadable, msg: "zip entries"},
 		{name: "docx deeply nested XML", doc: Document{Name: "deep.docx", ContentType: TypeDOCX, Data: makeDOCX(t, deepXML, false)}, want: ErrUnreadable, msg: "nested deeper"},
 		{name: "docx malformed XML", doc: Document{Name: "bad.docx", ContentType: TypeDOCX, Data: makeDOCX(t, "<w:document><w:body><w:p>", false)}, want: ErrUnreadable},
@@ -181,6 +181,13 @@ func TestTruncatedText(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Truncated)
 	assert.Len(t, res.Text, 100)
+
+	// A part over the expanded-bytes cap at an ordinary ratio, where the
+	// text cap does not end the reading first, meets the capped reader.
+	_, err = Extract(t.Context(), Document{Name: "stored.docx", ContentType: TypeDOCX,
+		Data: makeDOCX(t, documentXML(textLines(0, 30_000)...), true)}, Limits{MaxExpandedBytes: 1 << 20})
+	require.ErrorIs(t, err, ErrUnreadable)
+	assert.Contains(t, err.Error(), "more than 1048576 bytes decompressed")
 
 	// A large honest document over the expanded-bytes cap is read up to
 	// the text cap, not refused as a bomb.

@@ -64,6 +64,17 @@ func hostileCases(tb testing.TB) []hostileCase {
 			msg: "cyclic",
 		},
 		{
+			name: "pdf page tree DAG: 10 kids per level, 8 levels, no leaves",
+			doc:  Document{Name: "dag.pdf", ContentType: TypePDF, Data: pageDAG(8, 10)},
+			msg:  "cyclic",
+		},
+		{
+			name: "pdf malformed page tree object",
+			doc: Document{Name: "badobj.pdf", ContentType: TypePDF, Data: bytes.Replace(
+				onePagePDF(tb, []byte("BT /F1 12 Tf (hi) Tj ET"), false), []byte("2 0 obj"), []byte("2 0 xbj"), 1)},
+			msg: "parser failed",
+		},
+		{
 			name: "pdf page tree with 2001 pages",
 			doc: Document{Name: "wide.pdf", ContentType: TypePDF, Data: buildPDF(
 				pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
@@ -74,9 +85,9 @@ func hostileCases(tb testing.TB) []hostileCase {
 		},
 		{
 			name: "pdf flate bomb content stream",
-			doc:  Document{Name: "bomb.pdf", ContentType: TypePDF, Data: onePagePDF(tb, bytes.Repeat([]byte(" "), 16<<20), true)},
-			lim:  Limits{MaxExpandedBytes: 8 << 20},
-			msg:  "over 8388608 bytes",
+			doc:  Document{Name: "bomb.pdf", ContentType: TypePDF, Data: onePagePDF(tb, bytes.Repeat([]byte(" "), 3<<20), true)},
+			lim:  Limits{MaxExpandedBytes: 1 << 20},
+			msg:  "over 1048576 bytes",
 		},
 		{
 			name:     "pdf deeply nested arrays",
@@ -98,8 +109,8 @@ func hostileCases(tb testing.TB) []hostileCase {
 		},
 		{
 			name: "docx zip bomb",
-			doc:  Document{Name: "bomb.docx", ContentType: TypeDOCX, Data: makeDOCX(tb, documentXML(strings.Repeat("z", 16<<20)), false)},
-			lim:  Limits{MaxExpandedBytes: 8 << 20},
+			doc:  Document{Name: "bomb.docx", ContentType: TypeDOCX, Data: makeDOCX(tb, documentXML(strings.Repeat("z", 3<<20)), false)},
+			lim:  Limits{MaxExpandedBytes: 1 << 20},
 			msg:  "over the",
 		},
 		{
@@ -122,6 +133,11 @@ func hostileCases(tb testing.TB) []hostileCase {
 			name: "html 10k-deep unclosed formatting tags",
 			doc:  Document{Name: "deep-b.html", ContentType: TypeHTML, Data: []byte("<body>" + strings.Repeat("<b><i><span>", 3_400))},
 			msg:  "nested deeper",
+		},
+		{
+			name: "html 300-deep nesting (under the tokenizer's estimate, over the tree limit)",
+			doc:  Document{Name: "deep300.html", ContentType: TypeHTML, Data: []byte(strings.Repeat("<div>", 300) + "x")},
+			msg:  "nested deeper than 256",
 		},
 		{
 			name: "html too many elements",
@@ -186,4 +202,20 @@ func BenchmarkHostile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pageDAG is a page tree where every Pages node lists the next level's node
+// kids times and the last level has no pages: kids^levels visits for a
+// naive walk, with no cycle and no depth to stop it.
+func pageDAG(levels, kids int) []byte {
+	objs := []pdfObject{{body: "<</Type/Catalog /Pages 2 0 R>>"}}
+	for l := range levels {
+		ref := fmt.Sprintf("%d 0 R ", l+3)
+		body := "<</Type/Pages /Kids [" + strings.Repeat(ref, kids) + "] /Count 0>>"
+		if l == levels-1 {
+			body = "<</Type/Pages /Kids [] /Count 0>>"
+		}
+		objs = append(objs, pdfObject{body: body})
+	}
+	return buildPDF(objs...)
 }

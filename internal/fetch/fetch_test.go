@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -383,4 +384,25 @@ func TestDefaultDialerChecksAtSocket(t *testing.T) {
 		require.Error(t, err, addr)
 		assert.True(t, errors.Is(err, ssrf.ErrProhibitedIP) || errors.Is(err, ssrf.ErrProhibitedPort), "%s: %v", addr, err)
 	}
+}
+
+// TestFetchLeavesNoGoroutines: once Fetch returns, success or failure, no
+// goroutine of its transport is left (keep-alives are off, so no idle
+// connection keeps a reader and a writer goroutine), while the server is
+// still up to hold a connection open if one were kept.
+func TestFetchLeavesNoGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newTestNet(t)
+		f := n.fetcher(Options{})
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		for _, u := range []string{"http://public.example/page", "http://public.example/missing", "http://public.example/to?u=/next", "http://rebind.example/to?u=/next"} {
+			_, _ = f.Fetch(t.Context(), u)
+			synctest.Wait()
+			// At most: goroutines of earlier tests, outside the
+			// bubble, may still be ending.
+			assert.LessOrEqual(t, runtime.NumGoroutine(), before, u)
+		}
+		n.srv.Close()
+	})
 }
