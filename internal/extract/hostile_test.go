@@ -127,15 +127,15 @@ func hostileCases(tb testing.TB) []hostileCase {
 		{
 			name: "html 10k-deep nesting",
 			doc:  Document{Name: "deep.html", ContentType: TypeHTML, Data: []byte(strings.Repeat("<div>", 10_000) + "x" + strings.Repeat("</div>", 10_000))},
-			msg:  "nested deeper than 256",
+			msg:  "nested too deep",
 		},
 		{
 			name: "html 10k-deep unclosed formatting tags",
 			doc:  Document{Name: "deep-b.html", ContentType: TypeHTML, Data: []byte("<body>" + strings.Repeat("<b><i><span>", 3_400))},
-			msg:  "nested deeper",
+			msg:  "nested too deep",
 		},
 		{
-			name: "html 300-deep nesting (under the tokenizer's estimate, over the tree limit)",
+			name: "html 300-deep nesting (under the parser's limit, over MaxDepth)",
 			doc:  Document{Name: "deep300.html", ContentType: TypeHTML, Data: []byte(strings.Repeat("<div>", 300) + "x")},
 			msg:  "nested deeper than 256",
 		},

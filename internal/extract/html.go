@@ -10,7 +10,6 @@ import (
 	"codeberg.org/readeck/go-readability/v2"
 	"codeberg.org/readeck/go-readability/v2/render"
 	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 )
 
 // maxHTMLElements caps the elements of an HTML document handed to
@@ -22,16 +21,17 @@ const maxHTMLElements = 100_000
 // html extracts the article text of an HTML page with readability (the
 // readeck fork of go-readability), falling back to the whole body's text
 // when readability finds no article. Before any tree is built, a tokenizer
-// pass (linear, checking ctx) refuses nesting far past MaxDepth and more
-// than maxHTMLElements elements; after parsing, the real tree depth is
-// checked against MaxDepth, so readability only ever sees a bounded tree.
+// pass refuses more than maxHTMLElements elements; after parsing, the tree
+// depth is checked against MaxDepth, so readability only ever sees a
+// bounded tree.
 func (x *extractor) html(ctx context.Context, data []byte, out *sink) error {
 	if err := x.prescanHTML(ctx, data); err != nil {
 		return err
 	}
 	doc, err := html.Parse(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("%w: HTML: %v", ErrUnreadable, err)
+		// x/net/html's only parse error is its nesting limit.
+		return fmt.Errorf("%w: HTML nested too deep: %v", ErrUnreadable, err)
 	}
 	if err := x.checkTree(ctx, doc); err != nil {
 		return err
@@ -65,12 +65,13 @@ func (x *extractor) html(ctx context.Context, data []byte, out *sink) error {
 	return nil
 }
 
-// prescanHTML counts open elements with the tokenizer. It is an estimate
-// (the tree builder closes some elements implicitly), so it only refuses
-// what is far past MaxDepth; checkTree applies the exact limit.
+// prescanHTML counts start tags with the tokenizer (linear, checking ctx)
+// and refuses more than maxHTMLElements before any tree is built. Nesting
+// is left to the tree builder, which knows which tags close which (many
+// unclosed <a> or <p> are shallow in the tree): x/net/html refuses an open
+// element stack over 512, and checkTree applies MaxDepth to the result.
 func (x *extractor) prescanHTML(ctx context.Context, data []byte) error {
 	z := html.NewTokenizer(bytes.NewReader(data))
-	var stack []atom.Atom
 	elements := 0
 	for n := 1; ; n++ {
 		if n%1024 == 0 {
@@ -81,32 +82,9 @@ func (x *extractor) prescanHTML(ctx context.Context, data []byte) error {
 		switch z.Next() {
 		case html.ErrorToken:
 			return nil // io.EOF: the tokenizer reports no other error on a bytes.Reader
-		case html.StartTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
+		case html.StartTagToken, html.SelfClosingTagToken:
 			if elements++; elements > maxHTMLElements {
 				return fmt.Errorf("%w: more than %d HTML elements", ErrUnreadable, maxHTMLElements)
-			}
-			if voidElement(a) {
-				continue
-			}
-			// An element whose end tag is optional closes an open one
-			// of the same name (<p>a<p>b), as the tree builder would.
-			if optionalEnd(a) && len(stack) > 0 && stack[len(stack)-1] == a {
-				continue
-			}
-			stack = append(stack, a)
-			if len(stack) > 4*x.lim.MaxDepth {
-				return fmt.Errorf("%w: HTML nested deeper than %d", ErrUnreadable, x.lim.MaxDepth)
-			}
-		case html.EndTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
-			for i := len(stack) - 1; i >= 0; i-- {
-				if stack[i] == a {
-					stack = stack[:i]
-					break
-				}
 			}
 		}
 	}
@@ -136,21 +114,4 @@ func (x *extractor) checkTree(ctx context.Context, doc *html.Node) error {
 		}
 	}
 	return nil
-}
-
-func voidElement(a atom.Atom) bool {
-	switch a {
-	case atom.Area, atom.Base, atom.Br, atom.Col, atom.Embed, atom.Hr, atom.Img, atom.Input,
-		atom.Link, atom.Meta, atom.Param, atom.Source, atom.Track, atom.Wbr, atom.Keygen:
-		return true
-	}
-	return false
-}
-
-func optionalEnd(a atom.Atom) bool {
-	switch a {
-	case atom.P, atom.Li, atom.Dt, atom.Dd, atom.Option, atom.Tr, atom.Td, atom.Th, atom.Rt, atom.Rp:
-		return true
-	}
-	return false
 }

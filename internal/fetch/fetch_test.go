@@ -181,6 +181,12 @@ func TestFetchNormalPage(t *testing.T) {
 	assert.Equal(t, "http://public6.example/next", page.URL)
 	assert.Contains(t, string(page.Body), "hello from public6.example/next")
 	assert.Equal(t, "[2606:2800:220:1:248:1893:25c8:1946]:80", n.dials()[2])
+
+	// https dials 443 on the checked address (the test server speaks plain
+	// HTTP, so the TLS handshake fails: unreachable, not blocked).
+	_, err = f.Fetch(t.Context(), "https://public.example/page")
+	require.ErrorIs(t, err, ErrUnreachable)
+	assert.Equal(t, publicIP+":443", n.dials()[3])
 }
 
 // TestFetchIgnoresProxyEnvironment: a proxy in the environment would route
