@@ -459,7 +459,14 @@ func (f *fitter) shorten(i, over int) {
 	if err != nil {
 		return // an encoding the tokenizer cannot cut: drop instead
 	}
-	_, toks, err := codec.Encode(s.text)
+	// Encode only as much of the text as the cut can use, with room to
+	// spare (twice the text's own bytes per token): encoding all of a 2 MB
+	// document to keep its first pages costs as much as counting it.
+	text := s.text
+	if perToken := len(text)/max(s.tokens, 1) + 1; (keep+64)*perToken*2 < len(text) {
+		text = prefix(text, (keep+64)*perToken*2)
+	}
+	_, toks, err := codec.Encode(text)
 	if err != nil || keep >= len(toks) {
 		return
 	}
@@ -471,11 +478,7 @@ func (f *fitter) shorten(i, over int) {
 		for _, t := range toks[:keep] {
 			cut += len(t)
 		}
-		cut = min(cut, len(s.text))
-		for cut > 0 && cut < len(s.text) && !utf8.RuneStart(s.text[cut]) {
-			cut-- // a token may hold part of a character
-		}
-		unit := s.begin + s.text[:cut] + end
+		unit := s.begin + prefix(s.text, cut) + end
 		n := f.c.Text(unit)
 		if n <= target {
 			s.unit, s.tokens, s.shortened, s.kept = unit, n, true, true
@@ -580,11 +583,7 @@ func render(n int, s Source, maxBytes int) source {
 	text := defuse(strings.ToValidUTF8(s.Text, "\uFFFD"))
 	r := source{n: n, label: label, begin: begin, text: text, unit: begin + text + endLine(n)}
 	if len(text) > maxBytes {
-		cut := maxBytes
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		r.text = text[:cut]
+		r.text = prefix(text, maxBytes)
 		r.unit = begin + r.text + shortenedEnd(n)
 		r.shortened = true
 	}
@@ -633,6 +632,18 @@ func turnsMarker(n int) string {
 		return "[... 1 earlier turn omitted to fit the context window ...]\n"
 	}
 	return "[... " + strconv.Itoa(n) + " earlier turns omitted to fit the context window ...]\n"
+}
+
+// prefix returns the longest prefix of s of at most n bytes that does not
+// end inside a character (a token may hold part of one).
+func prefix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // oneLine flattens s to one trimmed line of at most maxLabel runes, valid
