@@ -183,7 +183,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, err
 		}
 		e.Attempts, e.Elapsed = attempt, elapsed
-		if ctx.Err() != nil {
+		if e.Kind == KindCanceled {
 			return Response{}, e
 		}
 		if (e.Kind == KindTransient || e.Kind == KindUnavailable || e.Kind == KindThrottled) && elapsed >= c.fastFailure {
@@ -207,7 +207,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			e.Err = fmt.Errorf("waiting to retry: %w", ctx.Err())
+			e.Kind, e.Err = KindCanceled, fmt.Errorf("waiting to retry: %w", ctx.Err())
 			return Response{}, e
 		case <-t.C:
 		}
@@ -254,10 +254,16 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (Respo
 	}
 	resp, err := c.pl.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Response{}, nil, &Error{Kind: KindCanceled, Err: err}
+		}
 		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil && ctx.Err() != nil {
+		return Response{}, resp.Header, &Error{Kind: KindCanceled, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+	}
 	if err != nil {
 		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
 	}

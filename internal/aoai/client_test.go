@@ -103,6 +103,10 @@ func TestCancelledContextIsReported(t *testing.T) {
 		defer cancel()
 		_, err := c.Complete(ctx, req("[[sim:hang]] hi"))
 		assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+		var e *aoai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, aoai.KindCanceled, e.Kind)
+		assert.Equal(t, 3*time.Second, e.Elapsed)
 		synctest.Wait()
 		assert.Equal(t, 1, sim.Stats().Cancelled)
 	})

@@ -38,12 +38,15 @@ const (
 	KindSlowFailure
 	// KindRejected: any other 4xx: our request was wrong.
 	KindRejected
+	// KindCanceled: the context ended first (the budget ran out or the
+	// caller went away); the *Error wraps the context's error.
+	KindCanceled
 )
 
 var kindNames = map[Kind]string{
 	KindTransient: "transient", KindUnavailable: "unavailable", KindThrottled: "throttled",
 	KindTooLarge: "too_large", KindFiltered: "filtered", KindMisconfigured: "misconfigured",
-	KindSlowFailure: "slow_failure", KindRejected: "rejected",
+	KindSlowFailure: "slow_failure", KindRejected: "rejected", KindCanceled: "canceled",
 }
 
 func (k Kind) String() string {
