@@ -55,8 +55,10 @@ async function ask(origin, scenario, { timeout = 20_000 } = {}) {
   const error = (await page.isVisible('#error')) ? await page.textContent('#error') : null;
   // Give the handler a moment to write its line for the last request.
   await new Promise((r) => setTimeout(r, 100));
-  const log = stack.requestLog(logFrom).filter((l) => l.route?.includes('/api/chat') && l.method === 'POST');
-  return { page, state, rows, answer, error, field, requests, log };
+  const all = stack.requestLog(logFrom);
+  const log = all.filter((l) => l.route?.includes('/api/chat') && l.method === 'POST');
+  const preflights = all.filter((l) => l.method === 'OPTIONS');
+  return { page, state, rows, answer, error, field, requests, log, preflights };
 }
 
 test('normal: one request and the answer', async () => {
@@ -164,6 +166,28 @@ test('a page on a disallowed origin cannot read the answer', async () => {
   assert.equal(await r.field('status'), '0', 'the browser hides the response: a network error to the page');
   assert.equal(await r.field('code'), 'network_error');
   assert.ok(r.rows.every((row) => row[1] === 'network error'));
-  assert.ok(r.log.every((l) => l.status === 403), `the handler refused every request that reached it: ${JSON.stringify(r.log)}`);
+  assert.deepEqual(r.log, [], 'no POST got past the preflight');
+  assert.ok(r.preflights.length >= 1, 'the browser asked first');
+  assert.ok(r.preflights.every((l) => l.status === 403 && l.code === 'origin_not_allowed'), JSON.stringify(r.preflights));
   await r.page.close();
+});
+
+test("cancel: the caller's signal ends the attempt in flight at once", async () => {
+  const page = await context.newPage();
+  const chat = `${stack.api}/api/chat`;
+  const requests = [];
+  page.on('request', (r) => {
+    if (r.url() === chat && r.method() === 'POST') requests.push(r);
+  });
+  await page.goto(`${stack.demo}/?scenario=hang`);
+  await page.click('#ask');
+  await page.waitForFunction(() => document.querySelector('#cancel') && !document.querySelector('#cancel').disabled);
+  await new Promise((r) => setTimeout(r, 300));
+  const t0 = Date.now();
+  await page.click('#cancel');
+  await page.waitForSelector('#state[data-state="failed"]', { timeout: 2_000 });
+  assert.ok(Date.now() - t0 < 1_000, 'no waiting for the budget');
+  assert.equal(await page.textContent('#error'), 'Cancelled by the user.');
+  assert.equal(requests.length, 1);
+  await page.close();
 });
