@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ func (p Policy) Decide(a Attempt) Decision {
 	if !p.retryable(a.Status) {
 		return Decision{Reason: ReasonNotRetryable}
 	}
-	if strings.EqualFold(strings.TrimSpace(a.Header.Get("x-should-retry")), "false") {
+	if strings.EqualFold(strings.TrimSpace(a.Header.Get("X-Should-Retry")), "false") {
 		return Decision{Reason: ReasonShouldNotRetry}
 	}
 	if a.Elapsed >= or(p.FastFailure, DefaultFastFailure) {
@@ -129,16 +130,14 @@ func (p Policy) retryable(status int) bool {
 	if status == 0 {
 		return true
 	}
-	statuses := p.Statuses
-	if statuses == nil {
-		statuses = []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
-	}
-	for _, s := range statuses {
-		if s == status {
+	if p.Statuses == nil {
+		switch status {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return true
 		}
+		return false
 	}
-	return false
+	return slices.Contains(p.Statuses, status)
 }
 
 // backoff returns the wait before attempt n+1 when the server named none:
@@ -165,7 +164,7 @@ func (p Policy) backoff(n int) time.Duration {
 // included, counts as absent. It reports false when neither header is present
 // and valid. Negative waits count as zero.
 func ServerWait(h http.Header, now time.Time) (time.Duration, bool) {
-	if ms, ok := parseDecimal(h.Get("retry-after-ms")); ok {
+	if ms, ok := parseDecimal(h.Get("Retry-After-Ms")); ok {
 		return clampDuration(ms * float64(time.Millisecond)), true
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
