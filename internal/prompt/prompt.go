@@ -309,9 +309,10 @@ func (f *fitter) marker(s string) int {
 
 // fit grows the prompt from the minimal state, which fits budget, keeping
 // the most it can. Dropping the least important first (the oldest turns,
-// then the longest passages) until the rest fits keeps the same material as
-// adding it back in the opposite order while it fits: the shortest passages
-// first, each with no history, then, if every passage fits, the newest turns.
+// then the longest passages) until the rest fits keeps the same material
+// (but for the odd token the numbers in the markers change) as adding it
+// back in the opposite order while it fits: the shortest passages first, with
+// no history, then, if every passage fits, the newest turns.
 // Growing instead of trimming means that what is dropped is never counted:
 // the work is bounded by the budget, not by the size of the request.
 func (f *fitter) fit(budget int) {
