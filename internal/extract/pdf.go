@@ -19,15 +19,18 @@ var errTooBig = errors.New("expands past the limit")
 // nest a handful of levels.
 const maxPageTreeDepth = 64
 
-// pdf extracts the text of every page, in order. The library
-// (github.com/ledongthuc/pdf) is synchronous and panics on malformed input;
-// its work is bounded here in three ways: every byte it reads comes through
+// pdf extracts the text of every page, in order, until the text cap. The
+// library (github.com/ledongthuc/pdf) is synchronous, cannot be cancelled,
+// and panics on malformed input; its work is bounded here in four ways:
+// checkXref refuses cross-reference numbers that would make it allocate
+// without bound before reading anything; every byte it reads comes through
 // ctxReaderAt, which fails once ctx ends (so a long decompression stops at
 // its next read); the page tree is walked here with a depth and node cap
-// (the library's own Page(i) walk loops forever on a cyclic tree); and the
+// (the library's own Page(i) loops forever on a cyclic tree); and the
 // content and ToUnicode streams of each page are decompressed once through
-// a counting reader before they are interpreted, so a flate bomb is refused
-// before the library buffers it.
+// a counter before they are interpreted, so a flate bomb is refused before
+// the library buffers it. Its panics are recovered per page, and around the
+// whole call by Extract.
 func (x *extractor) pdf(ctx context.Context, data []byte, out *sink) (int, error) {
 	data = trimPDF(data)
 	if err := checkXref(data); err != nil {
