@@ -2,7 +2,8 @@
 BINARY := handler
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-.PHONY: run test test-go test-client test-e2e lint fmt build bench sim start package clean
+FUZZTIME ?= 10s
+.PHONY: run test test-go test-client test-e2e lint fmt build bench fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -38,6 +39,10 @@ build:
 # bench: every benchmark with allocation counts.
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
+
+# fuzz: every fuzz target for FUZZTIME each (decoders, extractors, prompt fitting, simulator directives).
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
 
 # sim: the Azure OpenAI simulator alone on 127.0.0.1:8081 (api-key sim-key).
 sim:
