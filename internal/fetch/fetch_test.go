@@ -16,102 +16,51 @@ import (
 	"code.dny.dev/ssrf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/fetch/fetchtest"
 )
 
 // publicIP stands for a public web server; every dial the test network
 // allows lands on the test's in-memory server, whatever the address.
-const publicIP = "93.184.216.34"
+const publicIP = fetchtest.PublicIP
 
-// fakeDNS answers from a table; a host with several answer sets gives the
-// next set on each lookup (the last one repeats), which is how a rebinding
-// attacker's DNS server behaves.
-type fakeDNS struct {
-	mu      sync.Mutex
-	answers map[string][][]string
-	calls   map[string]int
-}
-
-func (d *fakeDNS) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sets, ok := d.answers[host]
-	if !ok {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	}
-	n := d.calls[host]
-	d.calls[host]++
-	set := sets[min(n, len(sets)-1)]
-	var out []net.IPAddr
-	for _, s := range set {
-		ip := net.ParseIP(s)
-		if ip == nil {
-			panic("bad test IP " + s)
-		}
-		out = append(out, net.IPAddr{IP: ip})
-	}
-	return out, nil
-}
-
-// testNet is a Fetcher wired to an in-memory web server through the real
-// code path: the fake DNS answers, the address check runs, and the dial seam
-// records the checked address before connecting to the server.
+// testNet is a Fetcher's world through the real code path: a DNS table
+// (with rebinding names) and an in-memory web whose dial seam records the
+// checked address before connecting.
 type testNet struct {
-	dns    *fakeDNS
-	ln     *memnet.Listener
-	srv    *http.Server
+	dns    *fetchtest.DNS
+	web    *fetchtest.Web
 	mu     sync.Mutex
-	dialed []string
 	agents []string
 }
 
 func newTestNet(t *testing.T) *testNet {
-	n := &testNet{
-		dns: &fakeDNS{calls: map[string]int{}, answers: map[string][][]string{
-			"public.example":           {{publicIP}},
-			"public6.example":          {{"2606:2800:220:1:248:1893:25c8:1946"}},
-			"private.example":          {{"10.0.0.5"}},
-			"metadata.google.internal": {{"169.254.169.254"}},
-			"metadata.azure.internal":  {{"169.254.169.254"}},
-			"mixed.example":            {{publicIP, "192.168.1.1"}},
-			"localhost":                {{"127.0.0.1", "::1"}},
-			"127.0.0.1.nip.io":         {{"127.0.0.1"}},
-			"ula.example":              {{"fd00::1"}},
-			"mapped.example":           {{"::ffff:127.0.0.1"}},
-			"nat64.example":            {{"64:ff9b::a9fe:a9fe"}},
-			"cgnat.example":            {{"100.64.0.1"}},
-			"rebind.example":           {{publicIP}, {"127.0.0.1"}},
-			"rebind-meta.example":      {{publicIP}, {"169.254.169.254"}},
-		}},
-		ln: memnet.Listen(),
-	}
-	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve)}
-	go n.srv.Serve(n.ln) //nolint:errcheck // returns when the test closes it
-	t.Cleanup(func() { n.srv.Close() })
+	n := &testNet{dns: fetchtest.NewDNS(map[string][][]string{
+		"public.example":           {{publicIP}},
+		"public6.example":          {{"2606:2800:220:1:248:1893:25c8:1946"}},
+		"private.example":          {{"10.0.0.5"}},
+		"metadata.google.internal": {{"169.254.169.254"}},
+		"metadata.azure.internal":  {{"169.254.169.254"}},
+		"mixed.example":            {{publicIP, "192.168.1.1"}},
+		"localhost":                {{"127.0.0.1", "::1"}},
+		"127.0.0.1.nip.io":         {{"127.0.0.1"}},
+		"ula.example":              {{"fd00::1"}},
+		"mapped.example":           {{"::ffff:127.0.0.1"}},
+		"nat64.example":            {{"64:ff9b::a9fe:a9fe"}},
+		"cgnat.example":            {{"100.64.0.1"}},
+		"rebind.example":           {{publicIP}, {"127.0.0.1"}},
+		"rebind-meta.example":      {{publicIP}, {"169.254.169.254"}},
+	})}
+	n.web = fetchtest.NewWeb(t, http.HandlerFunc(n.serve))
 	return n
-}
-
-func (n *testNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	n.mu.Lock()
-	n.dialed = append(n.dialed, addr)
-	n.mu.Unlock()
-	if strings.HasPrefix(addr, "198.51.100.") || strings.HasPrefix(addr, "[2001:db8") {
-		return nil, errors.New("connection refused")
-	}
-	return n.ln.DialContext(ctx, network, addr)
 }
 
 func (n *testNet) fetcher(o Options) *Fetcher {
 	o.Resolver = n.dns
-	o.DialContext = n.dial
+	o.DialContext = n.web.DialContext
 	return New(o)
 }
 
-func (n *testNet) dials() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]string(nil), n.dialed...)
-}
+func (n *testNet) dials() []string { return n.web.Dials() }
 
 // serve is the in-memory web: /page is an article, /to?u=URL redirects to
 // URL, /loop redirects to itself, /slow never answers, /trickle sends one
@@ -291,7 +240,7 @@ func TestRebindingChecksEveryConnection(t *testing.T) {
 	_, err := n.fetcher(Options{}).Fetch(t.Context(), "http://rebind.example/to?u=/next")
 	require.ErrorIs(t, err, ErrBlocked)
 	assert.Contains(t, err.Error(), "127.0.0.1")
-	assert.Equal(t, 2, n.dns.calls["rebind.example"])
+	assert.Equal(t, 2, n.dns.Calls("rebind.example"))
 	assert.Equal(t, []string{publicIP + ":80"}, n.dials())
 }
 
@@ -374,7 +323,7 @@ func TestFetchDeadlineVirtualTime(t *testing.T) {
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.NotErrorIs(t, err, ErrUnreachable)
 				assert.Contains(t, err.Error(), url)
-				n.srv.Close()
+				n.web.Close()
 			})
 		})
 	}
@@ -409,6 +358,6 @@ func TestFetchLeavesNoGoroutines(t *testing.T) {
 			// bubble, may still be ending.
 			assert.LessOrEqual(t, runtime.NumGoroutine(), before, u)
 		}
-		n.srv.Close()
+		n.web.Close()
 	})
 }
