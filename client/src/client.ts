@@ -344,7 +344,8 @@ function readable(d: TimeboxErrorDetails, decision: Decision, timeoutMs: number)
   else if (d.status === 0 && d.code === 'attempt_timeout') msg = `The service did not answer within ${seconds(timeoutMs)} s.`;
   else if (d.status === 0) msg = 'The service could not be reached.';
   else msg = `The service answered with HTTP ${d.status}.`;
-  if (decision.reason === 'wait_too_long') {
+  // The server's message may already say when; say it once.
+  if (decision.reason === 'wait_too_long' && !/try again in/i.test(msg)) {
     msg = `${withStop(msg)} Try again in ${seconds(decision.waitMs)} s.`;
   } else if (decision.reason === 'slow_failure' && !d.serverMessage) {
     msg = `${withStop(msg)} It took ${seconds(d.elapsedMs)} s, so it was not retried.`;

@@ -100,12 +100,16 @@ func parseAsk(args []string, getenv func(string) string, stderr io.Writer) (askC
 
 // chatResponse is the 200 body of POST /api/chat (CONTRACT.md section 4).
 type chatResponse struct {
-	Answer           string         `json:"answer"`
-	FinishReason     string         `json:"finishReason"`
-	Usage            map[string]any `json:"usage"`
-	RequestID        string         `json:"requestId"`
-	ElapsedMs        float64        `json:"elapsedMs"`
-	UpstreamAttempts int            `json:"upstreamAttempts"`
+	Answer       string `json:"answer"`
+	FinishReason string `json:"finishReason"`
+	Usage        struct {
+		PromptTokens     int `json:"promptTokens"`
+		CompletionTokens int `json:"completionTokens"`
+		TotalTokens      int `json:"totalTokens"`
+	} `json:"usage"`
+	RequestID        string  `json:"requestId"`
+	ElapsedMs        float64 `json:"elapsedMs"`
+	UpstreamAttempts int     `json:"upstreamAttempts"`
 }
 
 // errorBody is the error body of every timebox route.
@@ -135,7 +139,8 @@ type CallError struct {
 func (e *CallError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Message)
-	if e.Reason == retry.ReasonWaitTooLong && e.RetryAfter > 0 {
+	// The server's message may already say when; say it once.
+	if e.Reason == retry.ReasonWaitTooLong && e.RetryAfter > 0 && !saysWhen(e.Message) {
 		fmt.Fprintf(&b, " Try again in %d s.", int(math.Ceil(e.RetryAfter.Seconds())))
 	}
 	fmt.Fprintf(&b, " (status %d, code %s", e.Status, e.Code)
@@ -148,6 +153,12 @@ func (e *CallError) Error() string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// saysWhen reports whether a message already tells the reader when to try
+// again. It only shapes the text shown to a person.
+func saysWhen(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "try again in")
 }
 
 // ask sends the question with the rule and prints one line per attempt to
@@ -175,7 +186,8 @@ func ask(ctx context.Context, c askConfig, client *http.Client, stdout, stderr i
 			}
 			fmt.Fprintf(stderr, "attempt %d: status %d in %s -> success\n", n, res.status, res.elapsed.Round(time.Millisecond))
 			fmt.Fprintln(stdout, r.Answer)
-			fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, usage %v\n", r.RequestID, r.FinishReason, r.UpstreamAttempts, (time.Duration(r.ElapsedMs) * time.Millisecond), r.Usage)
+			fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
+				r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)
 			return nil
 		}
 		now := time.Now()

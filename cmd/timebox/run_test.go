@@ -105,7 +105,7 @@ func TestAskAgainstALoopbackServer(t *testing.T) {
 	err := run(t.Context(), []string{"timebox", "ask", "--url", srv.URL + "/", "--key", "k1", "What", "is", "the", "capital?"}, noEnv, &out, &errOut)
 	require.NoError(t, err)
 	assert.Equal(t, "Paris.\n", out.String())
-	assert.Regexp(t, `^attempt 1: status 200 in \S+ -> success\nrequest id r-ok, finish stop, upstream attempts 1`, errOut.String())
+	assert.Regexp(t, `^attempt 1: status 200 in \S+ -> success\nrequest id r-ok, finish stop, upstream attempts 1, server time 5ms, tokens 0 prompt \+ 0 completion\n$`, errOut.String())
 	require.Equal(t, 1, a.count())
 	r := a.requests[0]
 	assert.Equal(t, "/api/chat", r.URL.Path)
@@ -229,6 +229,13 @@ func TestWaitTooLongSaysWhenToTryAgain(t *testing.T) {
 	assert.Equal(t, 120*time.Second, ce.RetryAfter)
 	assert.True(t, strings.HasPrefix(ce.Error(), "Too many requests. Try again in 120 s. (status 429"), ce.Error())
 	assert.Contains(t, errOut, "-> stop: wait_too_long (2m0s)")
+}
+
+func TestWaitTooLongIsSaidOnce(t *testing.T) {
+	a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "45"}, body: errorJSON("rate_limited", "The AI service is busy. Try again in 45 s.")}}}
+	_, _, _, err := inBubble(t, a, "hi")
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "Try again"), err.Error())
 }
 
 func TestAttemptTimeoutShrinksToTheDeadline(t *testing.T) {
