@@ -210,6 +210,13 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL, parseErr error) (Page, 
 	if resp.ContentLength > f.opts.MaxBytes {
 		return Page{}, fmt.Errorf("%w: body of %d bytes is over the %d-byte limit", ErrUnreachable, resp.ContentLength, f.opts.MaxBytes)
 	}
+	// A declared type is checked before the body is read; a missing one
+	// is sniffed from the body.
+	ct := resp.Header.Get("Content-Type")
+	mt, err := f.allowedType(ct)
+	if ct != "" && err != nil {
+		return Page{}, err
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
 	if err != nil {
 		return Page{}, f.classify(ctx, err)
@@ -217,15 +224,23 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL, parseErr error) (Page, 
 	if int64(len(body)) > f.opts.MaxBytes {
 		return Page{}, fmt.Errorf("%w: body is over the %d-byte limit", ErrUnreachable, f.opts.MaxBytes)
 	}
-	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
-		ct = http.DetectContentType(body)
+		if mt, err = f.allowedType(http.DetectContentType(body)); err != nil {
+			return Page{}, err
+		}
 	}
+	return Page{URL: final, ContentType: mt, Body: body}, nil
+}
+
+// allowedType returns the lowercased media type of a Content-Type value, or
+// ErrUnreachable when it is not on the allowlist.
+func (f *Fetcher) allowedType(ct string) (string, error) {
 	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || !slices.Contains(f.opts.AllowedTypes, strings.ToLower(mt)) {
-		return Page{}, fmt.Errorf("%w: content type %q is not allowed", ErrUnreachable, ct)
+	mt = strings.ToLower(mt)
+	if err != nil || !slices.Contains(f.opts.AllowedTypes, mt) {
+		return "", fmt.Errorf("%w: content type %q is not allowed", ErrUnreachable, ct)
 	}
-	return Page{URL: final, ContentType: strings.ToLower(mt), Body: body}, nil
+	return mt, nil
 }
 
 // classify turns a transport error into the package's classes: the

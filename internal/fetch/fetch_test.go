@@ -103,6 +103,13 @@ func (n *testNet) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	case "/untyped":
+		w.Header()["Content-Type"] = nil                                    // no sniffing by the server
+		w.Write([]byte("<!DOCTYPE html><html><body>sniffed</body></html>")) //nolint:errcheck
+	case "/big-image":
+		w.Header().Set("Content-Type", "video/mp4")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // never sends the body: the type alone refuses it
 	case "/image":
 		w.Header().Set("Content-Type", "image/png")
 		w.Write([]byte("\x89PNG\r\n\x1a\n")) //nolint:errcheck
@@ -131,11 +138,16 @@ func TestFetchNormalPage(t *testing.T) {
 	assert.Contains(t, string(page.Body), "hello from public6.example/next")
 	assert.Equal(t, "[2606:2800:220:1:248:1893:25c8:1946]:80", n.dials()[2])
 
+	// A page without a Content-Type is sniffed.
+	page, err = f.Fetch(t.Context(), "http://public.example/untyped")
+	require.NoError(t, err)
+	assert.Equal(t, "text/html", page.ContentType)
+
 	// https dials 443 on the checked address (the test server speaks plain
 	// HTTP, so the TLS handshake fails: unreachable, not blocked).
 	_, err = f.Fetch(t.Context(), "https://public.example/page")
 	require.ErrorIs(t, err, ErrUnreachable)
-	assert.Equal(t, publicIP+":443", n.dials()[3])
+	assert.Equal(t, publicIP+":443", n.dials()[4])
 }
 
 // TestFetchIgnoresProxyEnvironment: a proxy in the environment would route
@@ -255,6 +267,7 @@ func TestFetchUnreachable(t *testing.T) {
 		{name: "unknown name", url: "http://nowhere.example/", msg: "no such host"},
 		{name: "connection refused", url: "http://198.51.100.7/", msg: "blocked"},
 		{name: "type not allowed", url: "http://public.example/image", msg: "image/png"},
+		{name: "type refused before the body", url: "http://public.example/big-image", msg: "video/mp4"},
 		{name: "too big by content-length", url: "http://public.example/big", msg: "over the"},
 		{name: "too big while reading", url: "http://public.example/big-chunked", msg: "over the"},
 		{name: "redirect loop", url: "http://public.example/loop", msg: "more than 5 redirects"},
