@@ -75,6 +75,13 @@ func TestExtractRealFiles(t *testing.T) {
 			wantPages: 1,
 		},
 		{
+			name: "pdf 2.0 with bytes before the header and after %%EOF",
+			doc: Document{Name: "padded.pdf", ContentType: TypePDF, Data: append(append([]byte("\xEF\xBB\xBFjunk\n"),
+				bytes.Replace(makePDF(t, true, []string{"Padded"}), []byte("%PDF-1.3"), []byte("%PDF-2.0"), 1)...), "\x00\x00\r\n"...)},
+			want:      []string{"Padded"},
+			wantPages: 1,
+		},
+		{
 			name:      "sniffed pdf",
 			doc:       Document{Name: "noext", Data: makePDF(t, true, []string{"Sniffed"})},
 			want:      []string{"Sniffed"},
@@ -131,6 +138,7 @@ func TestExtractRefusals(t *testing.T) {
 		{name: "image", doc: Document{Name: "x.png", ContentType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}, want: ErrUnsupported},
 		{name: "sniffed binary", doc: Document{Name: "x.bin", Data: []byte{0, 1, 2, 3, 0xff}}, want: ErrUnsupported},
 		{name: "garbage pdf", doc: Document{Name: "fake.pdf", ContentType: TypePDF, Data: []byte("this is not a pdf at all")}, want: ErrUnreadable, msg: "%PDF-"},
+		{name: "pdf with a user password", doc: Document{Name: "locked.pdf", ContentType: TypePDF, Data: encryptedPDF(t, "user-secret", "owner-secret")}, want: ErrUnreadable, msg: "password"},
 		{name: "pdf header only", doc: Document{Name: "hdr.pdf", ContentType: TypePDF, Data: []byte("%PDF-1.7\n%%EOF\n")}, want: ErrUnreadable},
 		{name: "truncated pdf", doc: Document{Name: "cut.pdf", ContentType: TypePDF, Data: pdfDoc[:len(pdfDoc)/2]}, want: ErrUnreadable},
 		{name: "pdf with too many pages", doc: Document{Name: "long.pdf", ContentType: TypePDF, Data: makePDF(t, true, []string{"a"}, []string{"b"}, []string{"c"})}, lim: Limits{MaxPages: 2}, want: ErrUnreadable, msg: "more than 2 pages"},

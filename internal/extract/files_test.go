@@ -242,3 +242,16 @@ func onePagePDFXrefStream(tb testing.TB) []byte {
 		pdfObject{body: helvetica},
 	)
 }
+
+// encryptedPDF writes a one-page PDF protected with the given passwords.
+func encryptedPDF(tb testing.TB, user, owner string) []byte {
+	tb.Helper()
+	p := fpdf.New("P", "mm", "A4", "")
+	p.SetProtection(fpdf.CnProtectPrint, user, owner)
+	p.SetFont("Helvetica", "", 10)
+	p.AddPage()
+	p.Cell(0, 4, "Protected text")
+	var buf bytes.Buffer
+	require.NoError(tb, p.Output(&buf))
+	return buf.Bytes()
+}
