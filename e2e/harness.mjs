@@ -114,7 +114,6 @@ export async function startStack() {
       });
     },
     async stop() {
-    this.stopping = true;
       await Promise.all(procs.map((p) => p.stop()));
       await mkdir(artifacts, { recursive: true });
       for (const p of procs) await writeFile(join(artifacts, `${p.name}.log`), p.lines.join('\n') + '\n');

@@ -68,7 +68,6 @@ func toAnswer(err error) answer {
 		tooBig  *prompt.TooLargeError
 		docErr  *extract.Error
 		pageErr *fetch.Error
-		panicky panicError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -103,8 +102,6 @@ func toAnswer(err error) answer {
 			msg: fmt.Sprintf("The document %q cannot be read: it is damaged, protected, or too large once expanded.", docErr.Name)}
 	case errors.As(err, &upErr):
 		return upstreamAnswer(upErr)
-	case errors.As(err, &panicky):
-		return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 	}
 	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -144,8 +145,9 @@ func TestBearerAuth(t *testing.T) {
 			client.CloseIdleConnections()
 			_ = srv.Close()
 		}()
-		h := newHarness(t, nil, aoaitest.Options{})
-		c, err := aoai.New(aoai.Options{Endpoint: h.cfg.Endpoint, Deployment: "gpt-4o-mini", Credential: staticToken{}, Transport: client})
+		endpoint, err := url.Parse("http://127.0.0.1:8081")
+		require.NoError(t, err)
+		c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", Credential: staticToken{}, Transport: client})
 		require.NoError(t, err)
 		resp, err := c.Complete(context.Background(), aoai.Request{Messages: []aoai.Message{{Role: "user", Content: "hi"}}, MaxTokens: 20})
 		require.NoError(t, err)
