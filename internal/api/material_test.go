@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -50,6 +51,21 @@ func docx(t *testing.T, text string) []byte {
 		w, err := zw.Create(name)
 		require.NoError(t, err)
 		_, err = io.WriteString(w, body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+// manyEntries is a DOCX-looking zip with n tiny parts.
+func manyEntries(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range n {
+		w, err := zw.Create("word/part" + strconv.Itoa(i) + ".xml")
+		require.NoError(t, err)
+		_, err = io.WriteString(w, "<x/>")
 		require.NoError(t, err)
 	}
 	require.NoError(t, zw.Close())
@@ -99,6 +115,10 @@ func TestMaterialErrors(t *testing.T) {
 			wantStatus: 422, wantCode: "document_unreadable", wantIn: "report.pdf"},
 		{name: "a PDF that is not one", body: chatWith("q", []doc{{Name: "fake.pdf", ContentType: "application/pdf", Data: b64([]byte("hello"))}}, nil),
 			wantStatus: 422, wantCode: "document_unreadable", wantIn: "fake.pdf"},
+		{name: "DOCX with too many parts", body: chatWith("q", []doc{{Name: "parts.docx", ContentType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", Data: b64(manyEntries(t, 1500))}}, nil),
+			wantStatus: 422, wantCode: "document_unreadable", wantIn: "parts.docx"},
+		{name: "HTML nested 10k deep", body: chatWith("q", []doc{{Name: "deep.html", ContentType: "text/html", Data: b64([]byte(strings.Repeat("<div>", 10000) + "x" + strings.Repeat("</div>", 10000)))}}, nil),
+			wantStatus: 422, wantCode: "document_unreadable", wantIn: "deep.html"},
 		{name: "bad base64", body: `{"messages":[{"role":"user","content":"q"}],"documents":[{"name":"a.txt","contentType":"text/plain","data":"***"}]}`,
 			wantStatus: 400, wantCode: "invalid_request", wantIn: "base64"},
 		{name: "too many documents", body: chatWith("q", make([]doc, 6), nil), wantStatus: 400, wantCode: "invalid_request"},
