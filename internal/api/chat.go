@@ -71,12 +71,18 @@ func (s *server) handleChat() http.HandlerFunc {
 		if req.MaxTokens != nil && *req.MaxTokens < maxTokens {
 			maxTokens = *req.MaxTokens
 		}
+		start := time.Now()
 		material, err := s.gather(ctx, req)
+		if len(req.Documents)+len(req.URLs) > 0 {
+			rec.since("material", start)
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
+		start = time.Now()
 		fit, err := s.fit(req, material, maxTokens)
+		rec.since("prompt", start)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -87,7 +93,9 @@ func (s *server) handleChat() http.HandlerFunc {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 		}
 
+		start = time.Now()
 		resp, err := s.Chat.Complete(ctx, aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)})
+		rec.since("upstream", start)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -95,6 +103,7 @@ func (s *server) handleChat() http.HandlerFunc {
 		rec.attempts, rec.upstreamStatus = resp.Attempts, resp.Status
 		rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 		b := budget.From(ctx)
+		stampTiming(w, r)
 		writeJSON(w, http.StatusOK, ChatResponse{
 			Answer:       resp.Content,
 			FinishReason: resp.FinishReason,

@@ -35,6 +35,9 @@ func TestHangEndsAtTheBudgetWithAReadable500(t *testing.T) {
 		assert.Equal(t, "deadline_exceeded", decodeError(t, w).Error.Code)
 		assert.Equal(t, "false", w.Header().Get("x-should-retry"))
 		assertCORS(t, w.Header())
+		assert.Equal(t, "prompt;dur=0.0, upstream;dur=200000.0, total;dur=200000.0", w.Header().Get("Server-Timing"),
+			"where the time went, readable in the browser's devtools")
+		assert.Equal(t, allowedOrigin, w.Header().Get("Timing-Allow-Origin"))
 		synctest.Wait()
 		st := h.sim.Stats()
 		assert.Equal(t, 1, st.Requests)
@@ -128,6 +131,7 @@ func TestThrottleThatFitsIsRetriedByTheServer(t *testing.T) {
 		resp := decodeOK(t, w)
 		assert.Equal(t, 2, resp.UpstreamAttempts)
 		assert.Equal(t, 7*time.Second, time.Since(start), "the server waited what the 429 asked")
+		assert.Contains(t, w.Header().Get("Server-Timing"), "upstream;dur=7000.0")
 		assert.Equal(t, 2, h.sim.Stats().Requests)
 		lines := h.logLines()
 		require.Len(t, lines, 1)

@@ -165,6 +165,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if !a.retryable() {
 		h.Set("x-should-retry", "false")
 	}
+	stampTiming(w, r)
 	writeJSON(w, a.status, map[string]any{"error": map[string]string{
 		"code": a.code, "message": a.msg, "requestId": requestID(r.Context()),
 	}})

@@ -223,6 +223,8 @@ func TestLogsOneLinePerRequestWithoutSecretsOrPrompts(t *testing.T) {
 		assert.EqualValues(t, 1, ok["upstreamAttempts"])
 		assert.EqualValues(t, 200, ok["upstreamStatus"])
 		assert.EqualValues(t, 200000, ok["budgetMs"])
+		assert.Contains(t, ok, "upstreamMs")
+		assert.Contains(t, ok, "promptMs")
 		assert.NotZero(t, ok["promptTokens"])
 		assert.NotZero(t, ok["completionTokens"])
 		assert.NotEmpty(t, ok["requestId"])

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,7 +22,7 @@ import (
 // Authorization and JSON, so every call from a web part is preflighted.
 var (
 	allowedHeaders = []string{"Content-Type", "Authorization", "x-client-timeout-ms", "x-request-id", "x-functions-key"}
-	exposedHeaders = []string{"Retry-After", "retry-after-ms", "x-should-retry", "x-request-id"}
+	exposedHeaders = []string{"Retry-After", "retry-after-ms", "x-should-retry", "x-request-id", "Server-Timing"}
 )
 
 // newCORS answers preflights and sets CORS headers on every answer to an
@@ -47,6 +49,7 @@ func newCORS(origins []string) *cors.Cors {
 
 // record is what a request's log line says; handlers fill it in.
 type record struct {
+	phases           []phase
 	attempts         int
 	upstreamStatus   int
 	promptTokens     int
@@ -57,6 +60,39 @@ type record struct {
 }
 
 type recordKey struct{}
+
+// phase is one timed step of a request: "material" (fetching and extracting),
+// "prompt" (fitting), "upstream" (the Azure OpenAI call, retries included).
+type phase struct {
+	name string
+	dur  time.Duration
+}
+
+// since records a phase that began at start.
+func (rec *record) since(name string, start time.Time) {
+	rec.phases = append(rec.phases, phase{name, time.Since(start)})
+}
+
+// stampTiming sets Server-Timing (W3C Server Timing, shown by every browser's
+// devtools and by PerformanceResourceTiming.serverTiming) with the phases
+// and the total, so where the time went is visible from the web part; and
+// Timing-Allow-Origin for an allowed origin, without which a cross-origin page
+// cannot read it.
+func stampTiming(w http.ResponseWriter, r *http.Request) {
+	rec, b := recordFrom(r.Context()), budget.From(r.Context())
+	if b == nil {
+		return
+	}
+	var sb strings.Builder
+	for _, p := range rec.phases {
+		fmt.Fprintf(&sb, "%s;dur=%.1f, ", p.name, float64(p.dur.Microseconds())/1000)
+	}
+	fmt.Fprintf(&sb, "total;dur=%.1f", float64(time.Since(b.Started).Microseconds())/1000)
+	w.Header().Set("Server-Timing", sb.String())
+	if o := w.Header().Get("Access-Control-Allow-Origin"); o != "" {
+		w.Header().Set("Timing-Allow-Origin", o)
+	}
+}
 
 func recordFrom(ctx context.Context) *record {
 	if rec, ok := ctx.Value(recordKey{}).(*record); ok {
@@ -114,6 +150,9 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.promptTokens > 0 || rec.completionTokens > 0 {
 			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
+		}
+		for _, p := range rec.phases {
+			attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))
 		}
 		if rec.code != "" {
 			attrs = append(attrs, slog.String("code", rec.code))
