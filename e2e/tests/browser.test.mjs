@@ -121,12 +121,21 @@ test('throttled: the page reads Retry-After from a cross-origin 429 and waits it
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: '[[sim:throttle s=45]] hi' }] }),
     });
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), retryAfterMs: res.headers.get('retry-after-ms'), shouldRetry: res.headers.get('x-should-retry'), requestId: res.headers.get('x-request-id') };
+    await res.text();
+    const entry = performance.getEntriesByType('resource').filter((e) => e.name === `${api}/api/chat`).pop();
+    return {
+      status: res.status, retryAfter: res.headers.get('retry-after'), retryAfterMs: res.headers.get('retry-after-ms'),
+      shouldRetry: res.headers.get('x-should-retry'), requestId: res.headers.get('x-request-id'),
+      serverTiming: res.headers.get('server-timing'), timingNames: (entry?.serverTiming ?? []).map((t) => t.name),
+    };
   }, stack.api);
   assert.equal(seen.status, 429);
   assert.match(seen.retryAfter, /^4[0-5]$/);
   assert.match(seen.retryAfterMs, /^\d+(\.\d+)?$/);
   assert.match(seen.requestId, /\S/);
+  // Where the time went is readable cross-origin too (Server-Timing, Timing-Allow-Origin).
+  assert.match(seen.serverTiming, /upstream;dur=[\d.]+, total;dur=[\d.]+$/);
+  assert.deepEqual(seen.timingNames, ['prompt', 'upstream', 'total']);
   await r.page.close();
 });
 
