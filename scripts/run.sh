@@ -18,10 +18,11 @@ if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
   ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms > bin/aoaisim.log &
   pids+=($!)
   export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini AZURE_OPENAI_API_KEY=sim-key
-  export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
   echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
 fi
 export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
+# The demo page's origin, so its calls are allowed (against the simulator or a real endpoint alike).
+export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
 
 if [ -f demo/serve.mjs ] && [ -f client/package.json ]; then
   (cd client && { [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null; } && npm run --silent build >/dev/null)
