@@ -188,12 +188,14 @@ func ask(ctx context.Context, c askConfig, client *http.Client, stdout, stderr i
 			fmt.Fprintln(stdout, r.Answer)
 			fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
 				r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+			printServerTiming(stderr, res.header)
 			return nil
 		}
 		now := time.Now()
 		d := c.policy.Decide(retry.Attempt{Number: n, Elapsed: res.elapsed, Status: res.status, Header: res.header, Remaining: deadline.Sub(now), Now: now})
 		fmt.Fprintf(stderr, "attempt %d: %s in %s -> %s\n", n, res.describe(), res.elapsed.Round(time.Millisecond), describe(d))
 		if !d.Retry {
+			printServerTiming(stderr, res.header)
 			return res.callError(n, time.Since(start), d, attemptTimeout)
 		}
 		t := time.NewTimer(d.Wait)
@@ -203,6 +205,24 @@ func ask(ctx context.Context, c askConfig, client *http.Client, stdout, stderr i
 			t.Stop()
 			return fmt.Errorf("ask: %w", context.Cause(ctx))
 		}
+	}
+}
+
+// printServerTiming prints where the server says the last attempt's time
+// went (its Server-Timing header: "upstream;dur=812.0, total;dur=815.2"), so
+// an operator sees at once whether Azure OpenAI or timebox was slow.
+func printServerTiming(w io.Writer, h http.Header) {
+	var parts []string
+	for _, entry := range strings.Split(h.Get("Server-Timing"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(entry), ";")
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok && name != "" {
+				parts = append(parts, name+" "+v+" ms")
+			}
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "server timing: %s\n", strings.Join(parts, ", "))
 	}
 }
 

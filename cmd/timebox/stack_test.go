@@ -81,6 +81,7 @@ func TestStackAnswers(t *testing.T) {
 	require.NoError(t, err, errOut)
 	assert.Equal(t, "1, 2, 3, 4, 5.\n", out)
 	assert.EqualValues(t, 1, n)
+	assert.Regexp(t, `server timing: prompt [\d.]+ ms, upstream [\d.]+ ms, total [\d.]+ ms\n$`, errOut)
 }
 
 func TestStackHangPastTheBudgetIsAskedOnce(t *testing.T) {
@@ -94,6 +95,8 @@ func TestStackHangPastTheBudgetIsAskedOnce(t *testing.T) {
 	assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
 	assert.Equal(t, 200*time.Second, elapsed.Round(time.Second), "the handler answers at its budget (200 s)")
 	assert.Equal(t, 1, strings.Count(errOut, "attempt "))
+	assert.Contains(t, errOut, "server timing: prompt 0.0 ms, upstream 200000.0 ms, total 200000.0 ms\n",
+		"the operator sees the time went upstream")
 }
 
 func TestStackTwoFast503sThenSuccess(t *testing.T) {
