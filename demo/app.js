@@ -27,13 +27,28 @@ function row(e) {
   tr.className = e.decision === 'success' ? 'success' : e.retry ? 'retry' : 'stop';
   const decision = e.decision === 'success' ? 'success' : e.retry ? 'retry' : `stop: ${e.decision}`;
   const wait = e.retry || e.decision === 'wait_too_long' ? ms(e.waitMs) : '';
-  for (const text of [e.attempt, e.status === 0 ? 'network error' : e.status, ms(e.elapsedMs), decision, wait, e.code ?? '']) {
+  for (const text of [e.attempt, e.status === 0 ? 'network error' : e.status, ms(e.elapsedMs), decision, wait, e.code ?? '', '']) {
     const td = document.createElement('td');
     td.textContent = String(text);
     tr.append(td);
   }
   $('timeline').tBodies[0].append(tr);
 }
+
+// fillServerTime puts each attempt's Server-Timing (where the handler says the
+// time went) in the last column: the browser records one resource entry per
+// attempt, and the handler's Timing-Allow-Origin lets this page read it.
+function fillServerTime() {
+  const entries = performance.getEntriesByType('resource').filter((e) => e.name === `${config.api}/api/chat`);
+  const rows = [...$('timeline').tBodies[0].rows];
+  rows.forEach((tr, i) => {
+    const st = entries[i]?.serverTiming ?? [];
+    tr.cells[tr.cells.length - 1].textContent = st.filter((t) => t.name !== 'prompt').map((t) => `${t.name} ${ms(t.duration)}`).join(', ');
+  });
+}
+
+// Entries can land just after the call settles: fill again as they arrive.
+new PerformanceObserver(fillServerTime).observe({ type: 'resource' });
 
 function details(pairs) {
   const dl = $('details');
@@ -66,6 +81,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
   $('timeline').tBodies[0].replaceChildren();
   for (const id of ['answer', 'error', 'details']) $(id).hidden = true;
   $('total').textContent = '';
+  performance.clearResourceTimings();
   setState('running');
   const directive = pick().directive();
   const content = directive ? `${directive} ${$('question').value}` : $('question').value;
@@ -92,6 +108,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
     $('error').hidden = false;
     setState('failed');
   } finally {
+    fillServerTime();
     $('total').textContent = `Total ${ms(performance.now() - started)}.`;
   }
 });

@@ -95,6 +95,10 @@ test('two fast 503s then success: three requests and the answer', async () => {
     ['3', '200', 'success'],
   ]);
   assert.deepEqual(r.log.map((l) => l.status), [503, 503, 200], 'the handler saw the same three');
+  // Each attempt's row shows where the handler says its time went (Server-Timing, read cross-origin).
+  await r.page.waitForFunction(() => [...document.querySelectorAll('#timeline tbody tr')].every((tr) => tr.lastElementChild.textContent !== ''), null, { timeout: 5_000 });
+  const serverTimes = await r.page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => tr.lastElementChild.textContent));
+  for (const t of serverTimes) assert.match(t, /^upstream \d+ ms, total \d+ ms$/);
   await mkdir(artifacts, { recursive: true });
   await r.page.locator('main').screenshot({ path: join(artifacts, 'timeline.png') });
   await r.page.close();
