@@ -18,11 +18,11 @@ test-go:
 
 # test-client: the TypeScript client's tests (node:test).
 test-client:
-	bash scripts/test-client.sh
+	cd client && npm ci --no-audit --no-fund && npm test
 
 # test-e2e: the browser tests (Debian chromium + playwright-core) against the real handler and simulator.
 test-e2e:
-	bash scripts/test-e2e.sh
+	bash e2e/run.sh
 
 # lint: go vet, a formatting check and staticcheck.
 lint:

@@ -78,16 +78,11 @@ func (a *app) count() int {
 // fake server's waits and the CLI's timers all run on virtual time.
 func inBubble(t *testing.T, a *app, args ...string) (stdout, stderr string, elapsed time.Duration, err error) {
 	synctest.Test(t, func(t *testing.T) {
-		l := memnet.Listen()
-		srv := &http.Server{Handler: a}
-		go func() { _ = srv.Serve(l) }()
-		client := l.Client()
+		_, client := memnet.Serve(t, a)
 		var out, errOut bytes.Buffer
 		start := time.Now()
 		err = runWith(t.Context(), append([]string{"timebox", "ask", "--url", "http://app.test"}, args...), noEnv, &out, &errOut, client)
 		elapsed = time.Since(start)
-		client.CloseIdleConnections()
-		_ = srv.Close()
 		stdout, stderr = out.String(), errOut.String()
 	})
 	return stdout, stderr, elapsed, err
@@ -262,10 +257,8 @@ func TestHangingAttemptEndsAtItsTimeoutAndIsNotRetried(t *testing.T) {
 
 func TestFastNetworkErrorIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := memnet.Listen()
 		a := &app{steps: []step{{status: 200, body: answerJSON}}}
-		srv := &http.Server{Handler: a}
-		go func() { _ = srv.Serve(l) }()
+		l, _ := memnet.Serve(t, a)
 		dials := 0
 		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials++
@@ -280,17 +273,13 @@ func TestFastNetworkErrorIsRetried(t *testing.T) {
 		assert.Equal(t, 1, a.count())
 		assert.Regexp(t, `^attempt 1: network error \(.*connection refused\) in 0s -> retry after \d+ms\nattempt 2: status 200`, errOut.String())
 		client.CloseIdleConnections()
-		_ = srv.Close()
 	})
 }
 
 func TestInterruptStopsTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := memnet.Listen()
 		a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "20"}}, {status: 200, body: answerJSON}}}
-		srv := &http.Server{Handler: a}
-		go func() { _ = srv.Serve(l) }()
-		client := l.Client()
+		_, client := memnet.Serve(t, a)
 		ctx, cancel := context.WithCancelCause(t.Context())
 		time.AfterFunc(5*time.Second, func() { cancel(errors.New("interrupted")) })
 		start := time.Now()
@@ -298,8 +287,6 @@ func TestInterruptStopsTheBackoff(t *testing.T) {
 		assert.EqualError(t, err, "ask: interrupted")
 		assert.Equal(t, 5*time.Second, time.Since(start))
 		assert.Equal(t, 1, a.count())
-		client.CloseIdleConnections()
-		_ = srv.Close()
 	})
 }
 

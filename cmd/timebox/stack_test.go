@@ -38,10 +38,7 @@ func askTheStack(t *testing.T, question string) (stdout, stderr string, requests
 		cfg, cerr := config.Load(func(k string) string { return settings[k] })
 		require.NoError(t, cerr)
 
-		simLn := memnet.Listen()
-		simSrv := &http.Server{Handler: aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}})}
-		go func() { _ = simSrv.Serve(simLn) }()
-		simClient := simLn.Client()
+		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}}))
 		chat, cerr := aoai.New(aoai.Options{
 			Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIKey: cfg.APIKey,
 			Transport: simClient, FastFailure: cfg.FastFailure, MaxAttempts: cfg.UpstreamAttempts,
@@ -52,26 +49,18 @@ func askTheStack(t *testing.T, question string) (stdout, stderr string, requests
 		h := api.New(api.Deps{Config: cfg, Chat: chat, Tokens: counter, Version: "test", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 
 		var n atomic.Int64
-		apiLn := memnet.Listen()
-		apiSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, client := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/api/chat" {
 				n.Add(1)
 			}
 			h.ServeHTTP(w, r)
-		})}
-		go func() { _ = apiSrv.Serve(apiLn) }()
-		client := apiLn.Client()
+		}))
 
 		var out, errOut bytes.Buffer
 		start := time.Now()
 		err = runWith(t.Context(), []string{"timebox", "ask", "--url", "http://app.test", question}, noEnv, &out, &errOut, client)
 		elapsed = time.Since(start)
 		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
-
-		client.CloseIdleConnections()
-		simClient.CloseIdleConnections()
-		_ = apiSrv.Close()
-		_ = simSrv.Close()
 	})
 	return stdout, stderr, requests, elapsed, err
 }

@@ -97,7 +97,7 @@ type Client struct {
 	v1          bool
 	tokenField  string
 	fastFailure time.Duration
-	maxAttempts int
+	throttle    retry.Policy
 }
 
 // New builds a Client. It fails when neither an API key nor a credential is
@@ -133,14 +133,22 @@ func New(o Options) (*Client, error) {
 	if o.APIVersion != "" {
 		u = base + "/openai/deployments/" + url.PathEscape(o.Deployment) + "/chat/completions?api-version=" + url.QueryEscape(o.APIVersion)
 	}
+	fastFailure := cmp(o.FastFailure, 30*time.Second)
 	return &Client{
 		pl:          pl,
 		url:         u,
 		deployment:  o.Deployment,
 		v1:          o.APIVersion == "",
 		tokenField:  tokenField(o.Deployment),
-		fastFailure: cmp(o.FastFailure, 30*time.Second),
-		maxAttempts: cmp(o.MaxAttempts, 2),
+		fastFailure: fastFailure,
+		// Only throttles are retried here, up to MaxAttempts; the time left
+		// (Attempt.Remaining) is the only cap on their wait.
+		throttle: retry.Policy{
+			MaxAttempts: cmp(o.MaxAttempts, 2),
+			FastFailure: fastFailure,
+			MaxWait:     retry.Unbounded,
+			Statuses:    []int{http.StatusTooManyRequests},
+		},
 	}, nil
 }
 
@@ -164,11 +172,6 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("complete chat: %w", err)
-	}
-	pol := retry.Policy{
-		MaxAttempts: c.maxAttempts,
-		FastFailure: c.fastFailure,
-		Statuses:    []int{http.StatusTooManyRequests},
 	}
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
@@ -195,10 +198,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		if e.Kind != KindThrottled {
 			return Response{}, e
 		}
-		// MaxWait is the time left, so a wait that does not fit stops here and
-		// the caller is told when to come back.
-		pol.MaxWait = budget.Remaining(ctx)
-		d := pol.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.Status, Header: h, Remaining: budget.Remaining(ctx)})
+		// A wait that does not fit the time left stops here, and the caller
+		// is told when to come back.
+		d := c.throttle.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.Status, Header: h, Remaining: budget.Remaining(ctx)})
 		if !d.Retry {
 			e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
 			return Response{}, e

@@ -3,7 +3,6 @@ package aoai_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"testing"
 	"testing/synctest"
@@ -21,14 +20,7 @@ import (
 // client joins a real azcore client to the simulator over memnet.
 func client(t *testing.T, o aoai.Options) (*aoai.Client, *aoaitest.Server) {
 	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	ln := memnet.Listen()
-	srv := &http.Server{Handler: sim}
-	go func() { _ = srv.Serve(ln) }()
-	hc := ln.Client()
-	t.Cleanup(func() {
-		hc.CloseIdleConnections()
-		_ = srv.Close()
-	})
+	_, hc := memnet.Serve(t, sim)
 	o.Endpoint, _ = url.Parse("http://127.0.0.1:8081")
 	o.Deployment, o.APIKey, o.Transport = "gpt-4o-mini", "k", hc
 	c, err := aoai.New(o)

@@ -35,14 +35,7 @@ func bubble(t *testing.T, o aoaitest.Options) (*aoaitest.Server, *http.Client) {
 		o.Deployments = []string{"gpt-4o"}
 	}
 	sim := aoaitest.New(o)
-	l := memnet.Listen()
-	srv := &http.Server{Handler: sim}
-	go func() { _ = srv.Serve(l) }()
-	c := l.Client()
-	t.Cleanup(func() {
-		c.CloseIdleConnections()
-		_ = srv.Close()
-	})
+	_, c := memnet.Serve(t, sim)
 	return sim, c
 }
 

@@ -78,11 +78,6 @@ func BenchmarkChat(b *testing.B) {
 // connection: the whole path a test exercises.
 func BenchmarkChatViaSimulator(b *testing.B) {
 	sim := aoaitest.New(aoaitest.Options{APIKey: simKey, Deployments: []string{"gpt-4o-mini"}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	ln := memnet.Listen()
-	srv := &http.Server{Handler: sim, ErrorLog: nil}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	client := ln.Client()
-	defer client.CloseIdleConnections()
+	_, client := memnet.Serve(b, sim)
 	benchChat(b, benchHandler(b, client))
 }

@@ -137,7 +137,7 @@ func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (
 		in.Sources = append(in.Sources, prompt.Source{Kind: prompt.KindSource, Title: src.Title, URL: src.URL, Text: src.Text})
 	}
 	lim := prompt.Limits{ContextWindow: s.Config.ContextWindow, MaxTokens: maxTokens, TPM: s.Config.TPM}
-	if res, ok := fitsUncounted(in, lim); ok {
+	if res, ok := prompt.FitUncounted(in, lim); ok {
 		return res, nil
 	}
 	res, err := prompt.Fit(s.Tokens, in, lim)
@@ -145,32 +145,6 @@ func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (
 		return res, fmt.Errorf("fit prompt: %w", err)
 	}
 	return res, nil
-}
-
-// fitsUncounted is the fast path for the common small request with no
-// sources: byte-level BPE never makes more tokens than bytes, so when the
-// bytes (plus the chat format's framing) fit, the tokens do, and counting
-// them (the costliest part of a small request) can wait for the usage
-// Azure OpenAI reports. The messages are the ones prompt.Fit would build.
-func fitsUncounted(in prompt.Input, lim prompt.Limits) (prompt.Result, bool) {
-	if len(in.Sources) > 0 {
-		return prompt.Result{}, false
-	}
-	room := lim.ContextWindow - lim.MaxTokens
-	if lim.TPM > 0 {
-		room = min(room, lim.TPM-lim.MaxTokens)
-	}
-	const framing = 3 + len("assistant") // per message, at most; 3 more prime the reply
-	bound := 3 + framing + len(in.System)
-	for _, m := range in.Messages {
-		bound += framing + len(m.Content)
-	}
-	if bound > room {
-		return prompt.Result{}, false
-	}
-	msgs := make([]tokens.Message, 0, len(in.Messages)+1)
-	msgs = append(msgs, tokens.Message{Role: "system", Content: in.System})
-	return prompt.Result{Messages: append(msgs, in.Messages...)}, true
 }
 
 func dropped(r prompt.Result) *Truncated {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -107,7 +108,7 @@ func Decode(body []byte, v any) error {
 			return invalid("The request body is not valid JSON.")
 		case errors.As(err, &te):
 			if te.Field != "" {
-				return invalid("The field %q must be %s.", te.Field, jsonKind(te.Type.Kind().String()))
+				return invalid("The field %q must be %s.", te.Field, jsonKind(te.Type))
 			}
 			return invalid("The request body must be a JSON object.")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -123,20 +124,21 @@ func Decode(body []byte, v any) error {
 	return nil
 }
 
-func jsonKind(k string) string {
-	switch k {
-	case "string":
+// jsonKind names, for an end user, the JSON a Go field type takes.
+func jsonKind(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[[]byte]():
+		return "a base64 string"
+	case t.Kind() == reflect.String:
 		return "a string"
-	case "slice", "array":
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 		return "an array"
-	case "struct", "map":
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
 		return "an object"
-	case "int", "int64", "float64":
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
 		return "a number"
-	case "bool":
+	case t.Kind() == reflect.Bool:
 		return "true or false"
-	case "ptr":
-		return "a number"
 	}
 	return "of another type"
 }

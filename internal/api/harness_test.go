@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/fetch/fetchtest"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -84,14 +84,7 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 		simOpts.Deployments = []string{"gpt-4o-mini"}
 	}
 	sim := aoaitest.New(simOpts)
-	ln := memnet.Listen()
-	srv := &http.Server{Handler: sim}
-	go func() { _ = srv.Serve(ln) }()
-	client := ln.Client()
-	t.Cleanup(func() {
-		client.CloseIdleConnections()
-		_ = srv.Close()
-	})
+	_, client := memnet.Serve(t, sim)
 
 	chat, err := aoai.New(aoai.Options{
 		Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIVersion: cfg.APIVersion, APIKey: cfg.APIKey,
@@ -109,17 +102,19 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	if o.extractor != nil {
 		deps.Extractor = o.extractor
 	}
-	// The web: names resolve to public addresses (the address check passes,
-	// as it would on the internet) and every connection lands on o.web.
+	// The web (fetch's own fakes): the test names resolve to a public address,
+	// so the real address check passes as it would on the internet, or to a
+	// private one, and every connection lands on o.web.
 	web := o.web
 	if web == nil {
 		web = http.NotFoundHandler()
 	}
-	webLn := memnet.Listen()
-	webSrv := &http.Server{Handler: web}
-	go func() { _ = webSrv.Serve(webLn) }()
-	t.Cleanup(func() { _ = webSrv.Close() })
-	deps.Fetcher = fetch.New(fetch.Options{Timeout: cfg.FetchTimeout, Resolver: publicResolver{}, DialContext: webLn.DialContext})
+	pub := []string{fetchtest.PublicIP}
+	dns := fetchtest.NewDNS(map[string][][]string{
+		"intranet.contoso.example": {pub}, "gone.example": {pub}, "slow.example": {pub},
+		"intranet.private.example": {{"10.0.0.7"}},
+	})
+	deps.Fetcher = fetch.New(fetch.Options{Timeout: cfg.FetchTimeout, Resolver: dns, DialContext: fetchtest.NewWeb(t, web).DialContext})
 	h := api.New(deps)
 	return &harness{t: t, sim: sim, handler: h, logs: logs, cfg: cfg}
 }
@@ -136,17 +131,6 @@ func withWeb(h http.Handler) option { return func(o *options) { o.web = h } }
 
 // withExtractor replaces the document extractor.
 func withExtractor(e api.Extractor) option { return func(o *options) { o.extractor = e } }
-
-// publicResolver answers every name with a public documentation-free
-// address (example.com's), and the names of private.example with a private one.
-type publicResolver struct{}
-
-func (publicResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	if strings.HasSuffix(host, "private.example") {
-		return []net.IPAddr{{IP: net.ParseIP("10.0.0.7")}}, nil
-	}
-	return []net.IPAddr{{IP: net.ParseIP("93.184.216.34")}}, nil
-}
 
 // do sends one request through the whole handler.
 func (h *harness) do(r *http.Request) *httptest.ResponseRecorder {

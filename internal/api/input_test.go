@@ -32,6 +32,7 @@ func TestBadInputIsRefusedBeforeAnyUpstreamCall(t *testing.T) {
 		{"two objects", `{"messages":[{"role":"user","content":"a"}]}{}`, "application/json", nil, 400, "invalid_request"},
 		{"messages not an array", `{"messages":"hi"}`, "application/json", nil, 400, "invalid_request"},
 		{"content not a string", `{"messages":[{"role":"user","content":5}]}`, "application/json", nil, 400, "invalid_request"},
+		{"document data not base64 text", `{"messages":[{"role":"user","content":"a"}],"documents":[{"name":"a.txt","contentType":"text/plain","data":5}]}`, "application/json", nil, 400, "invalid_request"},
 		{"maxTokens not a number", `{"messages":[{"role":"user","content":"a"}],"maxTokens":"x"}`, "application/json", nil, 400, "invalid_request"},
 		{"maxTokens zero", `{"messages":[{"role":"user","content":"a"}],"maxTokens":0}`, "application/json", nil, 400, "invalid_request"},
 		{"unknown field", `{"messages":[{"role":"user","content":"a"}],"temperature":2}`, "application/json", nil, 400, "invalid_request"},
@@ -258,4 +259,23 @@ func FuzzDecode(f *testing.F) {
 		assert.Equal(t, "invalid_request", e.Code)
 		assert.NotContains(t, e.Message, "json:", "messages never leak decoder internals")
 	})
+}
+
+// A wrong type is named by its field and the JSON it takes, never by Go's
+// names for it.
+func TestDecodeNamesTheFieldAndItsType(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"maxTokens":"x"}`, `The field "maxTokens" must be a number.`},
+		{`{"messages":[{"role":5}]}`, `The field "messages.role" must be a string.`},
+		{`{"messages":{}}`, `The field "messages" must be an array.`},
+		{`{"documents":[{"data":5}]}`, `The field "documents.data" must be a base64 string.`},
+		{`{"sources":[5]}`, `The field "sources" must be an object.`},
+	}
+	for _, tt := range tests {
+		var req api.ChatRequest
+		err := api.Decode([]byte(tt.body), &req)
+		var e *api.Error
+		require.ErrorAs(t, err, &e, tt.body)
+		assert.Equal(t, tt.want, e.Message, tt.body)
+	}
 }

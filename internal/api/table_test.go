@@ -137,14 +137,7 @@ func (staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore
 func TestBearerAuth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := aoaitest.New(aoaitest.Options{AcceptBearer: true, Deployments: []string{"gpt-4o-mini"}})
-		ln := memnet.Listen()
-		srv := &http.Server{Handler: sim}
-		go func() { _ = srv.Serve(ln) }()
-		client := ln.Client()
-		defer func() {
-			client.CloseIdleConnections()
-			_ = srv.Close()
-		}()
+		_, client := memnet.Serve(t, sim)
 		endpoint, err := url.Parse("http://127.0.0.1:8081")
 		require.NoError(t, err)
 		c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", Credential: staticToken{}, Transport: client})

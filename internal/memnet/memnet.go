@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"testing"
 )
 
 // Listener is an in-memory net.Listener. The zero value is not usable; call
@@ -68,4 +69,21 @@ func (l *Listener) DialContext(ctx context.Context, _, _ string) (net.Conn, erro
 // address. Call CloseIdleConnections on it when the test ends.
 func (l *Listener) Client() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}
+}
+
+// Serve serves h on a new Listener until the test ends, and returns the
+// Listener and a client that reaches it. Inside a synctest bubble, call it
+// from the bubble: the server, its connections and the client's idle
+// connections are closed by tb.Cleanup, so no goroutine outlives the bubble.
+func Serve(tb testing.TB, h http.Handler) (*Listener, *http.Client) {
+	tb.Helper()
+	l := Listen()
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(l) }()
+	c := l.Client()
+	tb.Cleanup(func() {
+		c.CloseIdleConnections()
+		_ = srv.Close()
+	})
+	return l, c
 }
