@@ -357,9 +357,10 @@ func TestDefaultDialerChecksAtSocket(t *testing.T) {
 // TestFetchLeavesNoGoroutines: once Fetch returns, success or failure, no
 // goroutine of its transport is left (keep-alives are off, so no idle
 // connection keeps a reader and a writer goroutine), while the server is
-// still up to hold a connection open if one were kept. It counts the
-// transport's own connection goroutines by their stacks, not all goroutines,
-// which other tests' goroutines ending outside the bubble would disturb.
+// still up to hold a connection open if one were kept. It counts only the
+// transport's connection goroutines inside this test's synctest bubble:
+// other tests' connections, ending outside the bubble on their own
+// schedule, must not count (with -shuffle they once did).
 func TestFetchLeavesNoGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newTestNet(t)
@@ -367,15 +368,23 @@ func TestFetchLeavesNoGoroutines(t *testing.T) {
 		for _, u := range []string{"http://public.example/page", "http://public.example/missing", "http://public.example/to?u=/next", "http://rebind.example/to?u=/next"} {
 			_, _ = f.Fetch(t.Context(), u)
 			synctest.Wait()
-			assert.Zero(t, clientConnGoroutines(), u)
+			assert.Zero(t, clientConnGoroutines(t), u)
 		}
 		n.web.Close()
 	})
 }
 
 // clientConnGoroutines counts the goroutines an http.Transport keeps per
-// open connection (its read and write loops).
-func clientConnGoroutines() int {
+// open connection (its read and write loops) in the calling goroutine's
+// synctest bubble.
+func clientConnGoroutines(t *testing.T) int {
+	own := make([]byte, 256)
+	own = own[:runtime.Stack(own, false)]
+	header, _, _ := strings.Cut(string(own), "\n")
+	i := strings.Index(header, ", synctest bubble ")
+	require.NotEqual(t, -1, i, "not in a synctest bubble: %s", header)
+	bubble := strings.TrimSuffix(header[i:], ":")
+
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -385,5 +394,15 @@ func clientConnGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	return strings.Count(string(buf), "net/http.(*persistConn).readLoop") + strings.Count(string(buf), "net/http.(*persistConn).writeLoop")
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if !strings.HasSuffix(header, bubble+":") {
+			continue
+		}
+		if strings.Contains(g, "net/http.(*persistConn).readLoop") || strings.Contains(g, "net/http.(*persistConn).writeLoop") {
+			count++
+		}
+	}
+	return count
 }
