@@ -45,7 +45,10 @@
 // does not fit gets 429 with retry-after (whole seconds, rounded up),
 // retry-after-ms, x-ratelimit-remaining-tokens, policy-id and the recorded
 // message; one whose estimate alone exceeds TPM gets the 429 no wait clears:
-// "Please retry after 86400 seconds", retry-after: 86400.
+// "Please retry after 86400 seconds", retry-after: 86400. The request rate
+// is limited too, as Azure pairs it with TPM: TPM/1000 requests in any 10 s
+// (6 RPM per 1000 TPM); one over it gets the recorded "exceeded call rate
+// limit" 429 with the wait until the oldest request leaves the 10 s window.
 //
 // # Scripted faults
 //

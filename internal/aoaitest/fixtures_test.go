@@ -190,6 +190,13 @@ func assertHeaders(t *testing.T, recorded map[string]string, got http.Header, ex
 		have, _, _ := mime.ParseMediaType(got.Get("Content-Type"))
 		assert.Equal(t, want, have)
 	}
+	// The quota figures are the same resource's (fixtureOptions): 250,000
+	// TPM, and 250 requests per 10 s.
+	for _, name := range []string{"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"} {
+		if v := rec.Get(name); v != "" {
+			assert.Equal(t, v, got.Get(name), name)
+		}
+	}
 	if rec.Get("x-ms-client-request-id") == "Not-Set" {
 		assert.Equal(t, "Not-Set", got.Get("x-ms-client-request-id"))
 	}
@@ -509,8 +516,21 @@ func TestFixtureThrottleVariants(t *testing.T) {
 		// as an OpenAI S0 one, like the other recordings.
 		assert.Contains(t, errorMessage(t, body), "Please retry after 86400 seconds.")
 	})
-	// The call-rate, late-2025, short-form and capacity wordings are not
-	// simulated: clients must read retry-after, not the text.
+	t.Run("RPM", func(t *testing.T) {
+		v := f.Variants[byKind["RPM (call rate limit)"]]
+		// 1000 TPM is 6 RPM, one request per 10 s; the second is refused.
+		sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}, TPM: 1000})
+		ok, _ := post(t, sim, "gpt-4o", chatBody("hi", 10, false), nil)
+		require.Equal(t, 200, ok.StatusCode)
+		resp, body := post(t, sim, "gpt-4o", chatBody("hi", 10, false), nil)
+		assert.Equal(t, v.Status, resp.StatusCode)
+		// The recording's API version has no -preview suffix; ours does.
+		assert.Regexp(t, messagePattern(strings.Replace(v.Message, "2024-02-01", "2024-02-15-preview", 1)), errorMessage(t, body))
+		assert.Equal(t, "DeploymentRatelimit-Call", resp.Header.Get("policy-id"))
+		assert.NotEmpty(t, resp.Header.Get("retry-after"))
+	})
+	// The late-2025, short-form and capacity wordings are not simulated:
+	// clients must read retry-after, not the text.
 }
 
 func TestFixtureServerErrors(t *testing.T) {

@@ -372,11 +372,18 @@ func (ex *exchange) throttled(wait time.Duration, v verdict) {
 	h := ex.w.Header()
 	h.Set("retry-after", strconv.FormatInt(secs, 10))
 	h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(v.remainingRequests))
+	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(v.remainingTokens))
+	if v.callRate {
+		// The recorded call-rate wording (chat_429_message_variants.json);
+		// its policy-id is by analogy with the recorded token one.
+		h.Set("policy-id", "DeploymentRatelimit-Call")
+		ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: callRateMessage(ex.apiVersion, secs)})
+		return
+	}
 	// Azure's header, extra hyphen included (chat_429_token_rate_limit.json).
 	h.Set("x-rate-limit-reset-tokens", strconv.FormatInt(secs, 10))
 	h.Set("policy-id", "DeploymentRatelimit-Token")
-	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(v.remainingRequests))
-	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(v.remainingTokens))
 	ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: throttleMessage(ex.apiVersion, secs)})
 }
 

@@ -50,9 +50,11 @@ type Options struct {
 	// per PerToken.
 	PerToken time.Duration
 	// TPM is each deployment's tokens-per-minute limit over a sliding 60 s
-	// window of estimates (prompt tokens + max_tokens, as Azure estimates);
-	// 0 means unlimited, and the x-ratelimit-remaining-* headers then count
-	// down a nominal 1,000,000 tokens (6,000 requests) that is never
+	// window of estimates (prompt tokens + max_tokens, as Azure estimates),
+	// and with it the request rate Azure pairs with it: 6 RPM per 1000 TPM,
+	// evaluated per 10 s (TPM/1000 requests in any 10 s). 0 means
+	// unlimited, and the x-ratelimit-remaining-* headers then count down a
+	// nominal 1,000,000 tokens (1,000 requests per 10 s) that is never
 	// enforced.
 	TPM int
 	// ContextWindow is the model's context window in tokens; 0 means by

@@ -586,6 +586,44 @@ func TestRateLimiter(t *testing.T) {
 	})
 }
 
+// TestCallRateLimiter: the request rate Azure pairs with a TPM quota, 6 RPM
+// per 1000 TPM evaluated per 10 s, refuses a burst that fits the tokens,
+// and says when the oldest request in the window leaves it.
+func TestCallRateLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, c := bubble(t, aoaitest.Options{TPM: 2000}) // 12 RPM: 2 per 10 s
+		for i, gap := range []time.Duration{3 * time.Second, time.Second} {
+			resp, b, err := call(t.Context(), c, deploymentsURL, chatBody("hi", 10, false), nil)
+			require.NoError(t, err)
+			require.Equal(t, 200, resp.StatusCode, "request %d: %s", i, b)
+			assert.Equal(t, "2", resp.Header.Get("x-ratelimit-limit-requests"))
+			assert.Equal(t, strconv.Itoa(1-i), resp.Header.Get("x-ratelimit-remaining-requests"))
+			advance(gap) // virtual time
+		}
+		// 4 s in: the third fits the tokens but not the rate until the first
+		// request leaves the 10 s window, 6 s from now.
+		resp, b, err := call(t.Context(), c, deploymentsURL, chatBody("hi", 10, false), nil)
+		require.NoError(t, err)
+		require.Equal(t, 429, resp.StatusCode, "%s", b)
+		assert.Equal(t, "6", resp.Header.Get("retry-after"))
+		assert.Equal(t, "6000", resp.Header.Get("retry-after-ms"))
+		assert.Equal(t, "DeploymentRatelimit-Call", resp.Header.Get("policy-id"))
+		assert.Equal(t, "0", resp.Header.Get("x-ratelimit-remaining-requests"))
+		assert.Contains(t, errorMessage(t, b), "exceeded call rate limit")
+		assert.Contains(t, errorMessage(t, b), "Please retry after 6 seconds.")
+
+		advance(6*time.Second - time.Millisecond) // virtual time
+		resp, _, err = call(t.Context(), c, deploymentsURL, chatBody("hi", 10, false), nil)
+		require.NoError(t, err)
+		assert.Equal(t, 429, resp.StatusCode, "a millisecond early is still too early")
+		advance(time.Millisecond) // virtual time
+		resp, _, err = call(t.Context(), c, deploymentsURL, chatBody("hi", 10, false), nil)
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.StatusCode, "the first request has left the window")
+		assert.Equal(t, 2, sim.Stats().Throttled)
+	})
+}
+
 func TestRequestOverTPMNeverFits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim, c := bubble(t, aoaitest.Options{TPM: 1000})

@@ -206,6 +206,12 @@ func throttleMessage(apiVersion string, seconds int64) string {
 	return fmt.Sprintf("Requests to the ChatCompletions_Create Operation under Azure OpenAI API version %s have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.", apiVersion, seconds)
 }
 
+// callRateMessage is the request-rate 429 text (the "RPM (call rate limit)"
+// variant of chat_429_message_variants.json).
+func callRateMessage(apiVersion string, seconds int64) string {
+	return fmt.Sprintf("Requests to the ChatCompletions_Create Operation under Azure OpenAI API version %s have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.", apiVersion, seconds)
+}
+
 // contextMessage is the context_length_exceeded text: the variant naming the
 // completion when max_tokens is what tips it over, the messages-only one when
 // the prompt alone is too long.

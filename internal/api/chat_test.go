@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -136,6 +137,29 @@ func TestThrottleThatFitsIsRetriedByTheServer(t *testing.T) {
 		lines := h.logLines()
 		require.Len(t, lines, 1)
 		assert.EqualValues(t, 2, lines[0]["upstreamAttempts"])
+	})
+}
+
+// TestBurstOverTheCallRateIsSmoothedByTheServer: two questions a second
+// apart on a deployment allowed one request per 10 s (1000 TPM, 6 RPM).
+// The second meets Azure's call-rate 429, whose 9 s wait fits its budget,
+// so the server waits it out and answers; the caller never sees the 429.
+func TestBurstOverTheCallRateIsSmoothedByTheServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{TPM: 1000})
+		// A small maxTokens keeps both well inside the 1000 tokens.
+		question := func(q string) string {
+			b, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": q}}, "maxTokens": 100})
+			return string(b)
+		}
+		first := decodeOK(t, h.do(chatRequest(question("hello"))))
+		assert.Equal(t, 1, first.UpstreamAttempts)
+		<-time.After(time.Second) // virtual time: a second between the two questions
+		start := time.Now()
+		second := decodeOK(t, h.do(chatRequest(question("hello again"))))
+		assert.Equal(t, 2, second.UpstreamAttempts)
+		assert.Equal(t, 9*time.Second, time.Since(start), "the server waited what the call-rate 429 asked")
+		assert.Equal(t, 1, h.sim.Stats().Throttled)
 	})
 }
 
