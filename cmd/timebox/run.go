@@ -24,8 +24,8 @@ const maxBody = 4 << 20
 // errUsage marks a command line that cannot run; the usage was printed.
 var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION")
 
-// run is the composition root: it parses args (args[0] is the program
-// name), reads TIMEBOX_URL, TIMEBOX_KEY and TIMEBOX_TOKEN from getenv as
+// run is the composition root: it parses args (without the program name,
+// like the other commands), reads TIMEBOX_URL, TIMEBOX_KEY and TIMEBOX_TOKEN from getenv as
 // defaults for the flags, and runs the subcommand with a plain http.Client.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runWith(ctx, args, getenv, stdout, stderr, &http.Client{})
@@ -34,11 +34,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runWith is run with the HTTP client given, so that tests can use an
 // in-memory network inside a synctest bubble.
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, client *http.Client) error {
-	if len(args) < 2 || args[1] != "ask" {
+	if len(args) < 1 || args[0] != "ask" {
 		fmt.Fprintln(stderr, errUsage)
 		return errUsage
 	}
-	cfg, err := parseAsk(args[2:], getenv, stderr)
+	cfg, err := parseAsk(args[1:], getenv, stderr)
 	if err != nil {
 		return err
 	}

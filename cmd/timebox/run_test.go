@@ -81,7 +81,7 @@ func inBubble(t *testing.T, a *app, args ...string) (stdout, stderr string, elap
 		_, client := memnet.Serve(t, a)
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		err = runWith(t.Context(), append([]string{"timebox", "ask", "--url", "http://app.test"}, args...), noEnv, &out, &errOut, client)
+		err = runWith(t.Context(), append([]string{"ask", "--url", "http://app.test"}, args...), noEnv, &out, &errOut, client)
 		elapsed = time.Since(start)
 		stdout, stderr = out.String(), errOut.String()
 	})
@@ -97,7 +97,7 @@ func TestAskAgainstALoopbackServer(t *testing.T) {
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	var out, errOut bytes.Buffer
-	err := run(t.Context(), []string{"timebox", "ask", "--url", srv.URL + "/", "--key", "k1", "What", "is", "the", "capital?"}, noEnv, &out, &errOut)
+	err := run(t.Context(), []string{"ask", "--url", srv.URL + "/", "--key", "k1", "What", "is", "the", "capital?"}, noEnv, &out, &errOut)
 	require.NoError(t, err)
 	assert.Equal(t, "Paris.\n", out.String())
 	assert.Regexp(t, `^attempt 1: status 200 in \S+ -> success\nrequest id r-ok, finish stop, upstream attempts 1, server time 5ms, tokens 0 prompt \+ 0 completion\n$`, errOut.String())
@@ -121,7 +121,7 @@ func TestTokenAndEnvironment(t *testing.T) {
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	env := map[string]string{"TIMEBOX_URL": srv.URL, "TIMEBOX_TOKEN": "tok"}
-	err := run(t.Context(), []string{"timebox", "ask", "hi"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	err := run(t.Context(), []string{"ask", "hi"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer tok", a.requests[0].Header.Get("Authorization"))
 	assert.Empty(t, a.requests[0].Header.Get("x-functions-key"))
@@ -133,14 +133,14 @@ func TestUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no subcommand", []string{"timebox"}, "usage"},
-		{"unknown subcommand", []string{"timebox", "tell", "x"}, "usage"},
-		{"no url", []string{"timebox", "ask", "hi"}, "--url"},
-		{"bad url", []string{"timebox", "ask", "--url", "ftp://x", "hi"}, "--url"},
-		{"no question", []string{"timebox", "ask", "--url", "http://x"}, "question"},
-		{"key and token", []string{"timebox", "ask", "--url", "http://x", "--key", "k", "--token", "t", "hi"}, "not both"},
-		{"no attempts", []string{"timebox", "ask", "--url", "http://x", "--attempts", "0", "hi"}, "--attempts"},
-		{"bad flag", []string{"timebox", "ask", "--nope", "hi"}, "usage"},
+		{"no subcommand", []string{}, "usage"},
+		{"unknown subcommand", []string{"tell", "x"}, "usage"},
+		{"no url", []string{"ask", "hi"}, "--url"},
+		{"bad url", []string{"ask", "--url", "ftp://x", "hi"}, "--url"},
+		{"no question", []string{"ask", "--url", "http://x"}, "question"},
+		{"key and token", []string{"ask", "--url", "http://x", "--key", "k", "--token", "t", "hi"}, "not both"},
+		{"no attempts", []string{"ask", "--url", "http://x", "--attempts", "0", "hi"}, "--attempts"},
+		{"bad flag", []string{"ask", "--nope", "hi"}, "usage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +268,7 @@ func TestFastNetworkErrorIsRetried(t *testing.T) {
 			return l.DialContext(ctx, network, addr)
 		}}}
 		var errOut bytes.Buffer
-		err := runWith(t.Context(), []string{"timebox", "ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, &errOut, client)
+		err := runWith(t.Context(), []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, &errOut, client)
 		require.NoError(t, err)
 		assert.Equal(t, 1, a.count())
 		assert.Regexp(t, `^attempt 1: network error \(.*connection refused\) in 0s -> retry after \d+ms\nattempt 2: status 200`, errOut.String())
@@ -283,7 +283,7 @@ func TestInterruptStopsTheBackoff(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
 		time.AfterFunc(5*time.Second, func() { cancel(errors.New("interrupted")) })
 		start := time.Now()
-		err := runWith(ctx, []string{"timebox", "ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, io.Discard, client)
+		err := runWith(ctx, []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, io.Discard, client)
 		assert.EqualError(t, err, "ask: interrupted")
 		assert.Equal(t, 5*time.Second, time.Since(start))
 		assert.Equal(t, 1, a.count())

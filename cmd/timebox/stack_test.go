@@ -58,7 +58,7 @@ func askTheStack(t *testing.T, question string) (stdout, stderr string, requests
 
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		err = runWith(t.Context(), []string{"timebox", "ask", "--url", "http://app.test", question}, noEnv, &out, &errOut, client)
+		err = runWith(t.Context(), []string{"ask", "--url", "http://app.test", question}, noEnv, &out, &errOut, client)
 		elapsed = time.Since(start)
 		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
 	})
