@@ -85,10 +85,13 @@ func (s *server) gather(ctx context.Context, req ChatRequest) ([]prompt.Source, 
 // fetchStep fetches one page under its own deadline: FETCH_TIMEOUT, or just
 // before the request's deadline, whichever is first.
 func (s *server) fetchStep(ctx context.Context, rawURL string) (fetch.Page, error) {
-	ctx, cancel := budget.Step(ctx, "fetch", rawURL, s.Config.FetchTimeout)
+	// The step is named by the URL without its secrets: the name goes into
+	// the answer and the log line.
+	name := fetch.RedactString(rawURL)
+	ctx, cancel := budget.Step(ctx, "fetch", name, s.Config.FetchTimeout)
 	defer cancel()
 	page, err := s.Fetcher.Fetch(ctx, rawURL)
-	return page, stepError(ctx, "fetch", rawURL, s.Config.FetchTimeout, err)
+	return page, stepError(ctx, "fetch", name, s.Config.FetchTimeout, err)
 }
 
 // extractStep extracts one document under its own deadline.

@@ -124,13 +124,13 @@ func TestMaterialErrors(t *testing.T) {
 		{name: "too many documents", body: chatWith("q", make([]doc, 6), nil), wantStatus: 400, wantCode: "invalid_request"},
 		{name: "too many urls", body: chatWith("q", nil, []string{"https://a.example/", "https://a.example/", "https://a.example/", "https://a.example/", "https://a.example/", "https://a.example/"}),
 			wantStatus: 400, wantCode: "invalid_request"},
-		{name: "loopback page", body: chatWith("q", nil, []string{"http://127.0.0.1:7071/api/health"}), wantStatus: 422, wantCode: "url_blocked", wantIn: "127.0.0.1"},
+		{name: "loopback page", body: chatWith("q", nil, []string{"http://127.0.0.1:7071/api/health?sig=SECRET"}), wantStatus: 422, wantCode: "url_blocked", wantIn: "127.0.0.1"},
 		{name: "metadata endpoint", body: chatWith("q", nil, []string{"http://169.254.169.254/metadata/identity/oauth2/token"}), wantStatus: 422, wantCode: "url_blocked", wantIn: "169.254.169.254"},
 		{name: "name resolving to a private address", body: chatWith("q", nil, []string{"https://intranet.private.example/"}), wantStatus: 422, wantCode: "url_blocked", wantIn: "intranet.private.example"},
 		{name: "file scheme", body: chatWith("q", nil, []string{"file:///etc/passwd"}), wantStatus: 422, wantCode: "url_blocked"},
-		{name: "page answering 404", body: chatWith("q", nil, []string{"http://gone.example/page"}), wantStatus: 422, wantCode: "url_unreachable", wantIn: "http://gone.example/page"},
-		{name: "slow page", body: chatWith("q", nil, []string{"http://slow.example/report"}), web: hang,
-			wantStatus: 500, wantCode: "fetch_timeout", wantIn: "http://slow.example/report", wantAfter: 15 * time.Second},
+		{name: "page answering 404", body: chatWith("q", nil, []string{"http://gone.example/page?token=SECRET"}), wantStatus: 422, wantCode: "url_unreachable", wantIn: "http://gone.example/page?token=xxxxx"},
+		{name: "slow page", body: chatWith("q", nil, []string{"http://slow.example/report?code=SECRET#SECRET"}), web: hang,
+			wantStatus: 500, wantCode: "fetch_timeout", wantIn: "http://slow.example/report?code=xxxxx", wantAfter: 15 * time.Second},
 		{name: "slow page, caller in a hurry", body: chatWith("q", nil, []string{"http://slow.example/report"}), headers: []string{"x-client-timeout-ms", "10000"}, web: hang,
 			wantStatus: 500, wantCode: "fetch_timeout", wantIn: "http://slow.example/report", wantAfter: 8*time.Second - 250*time.Millisecond},
 		{name: "slow extraction", body: chatWith("q", []doc{{Name: "huge.docx", ContentType: "text/plain", Data: b64([]byte("x"))}}, nil), extractor: slowExtractor{on: true},
@@ -154,6 +154,11 @@ func TestMaterialErrors(t *testing.T) {
 				assert.Equal(t, "false", w.Header().Get("x-should-retry"))
 				assertCORS(t, w.Header())
 				assert.Equal(t, 0, h.sim.Stats().Requests, "no upstream call")
+				// A page's query (a SAS sig=, a share link's token=) is
+				// never repeated, in the answer or in the log line.
+				assert.NotContains(t, w.Body.String(), "SECRET")
+				assert.NotContains(t, h.logs.String(), "SECRET")
+				require.Len(t, h.logLines(), 1)
 			})
 		})
 	}

@@ -45,12 +45,60 @@ var ErrBlocked = errors.New("address blocked")
 // not allowed. The API answers it with 422 url_unreachable.
 var ErrUnreachable = errors.New("page unreachable")
 
-// Error is the error Fetch returns: the URL asked for (credentials removed)
+// Error is the error Fetch returns: the URL asked for, as Redact shows it,
 // and the cause, which wraps ErrBlocked, ErrUnreachable or the context's
 // error (context.DeadlineExceeded when the fetch ran out of time).
 type Error struct {
-	URL string // the URL as asked for, with any password redacted
+	URL string // the URL as asked for, as Redact shows it
 	Err error  // the cause; use errors.Is to classify
+}
+
+// Redact shows a URL the way errors, answers and logs may repeat it: the
+// password and every query value replaced by "xxxxx", the fragment dropped.
+// Page addresses carry secrets in their queries (a SAS token's sig=, a
+// share link's token=), and an error message ends up in a log line.
+func Redact(u *url.URL) string {
+	c := *u
+	c.Fragment, c.RawFragment = "", ""
+	if c.Opaque != "" {
+		c.Opaque = "xxxxx" // "user:secret@host" parses as scheme user, all opaque
+	}
+	if c.RawQuery != "" {
+		q, err := url.ParseQuery(c.RawQuery)
+		if err != nil {
+			c.RawQuery = "xxxxx"
+		} else {
+			for k := range q {
+				q[k] = []string{"xxxxx"}
+			}
+			c.RawQuery = q.Encode()
+		}
+	}
+	return c.Redacted()
+}
+
+// RedactString is Redact for a URL not parsed yet. Of one that does not
+// parse, only what comes before any query or fragment is repeated, with
+// anything before an "@" in it replaced.
+func RedactString(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return Redact(u)
+	}
+	s, cut := rawURL, false
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		prefix := ""
+		if scheme, _, ok := strings.Cut(s[:at], "://"); ok {
+			prefix = scheme + "://"
+		}
+		s = prefix + "xxxxx" + s[at:]
+	}
+	if cut {
+		s += "?xxxxx"
+	}
+	return s
 }
 
 // Error names the URL and the cause.
@@ -171,14 +219,10 @@ func New(o Options) *Fetcher {
 // wrapping ErrBlocked, ErrUnreachable, or ctx.Err() of the fetch's deadline
 // (context.DeadlineExceeded on a timeout).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
-	shown := rawURL
 	u, err := url.Parse(rawURL)
-	if err == nil {
-		shown = u.Redacted()
-	}
 	page, err := f.fetch(ctx, u, err)
 	if err != nil {
-		return Page{}, &Error{URL: shown, Err: err}
+		return Page{}, &Error{URL: RedactString(rawURL), Err: err}
 	}
 	return page, nil
 }
@@ -203,10 +247,10 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL, parseErr error) (Page, 
 		return Page{}, f.classify(ctx, err)
 	}
 	defer resp.Body.Close()
-	final := resp.Request.URL.Redacted()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Page{}, fmt.Errorf("%w: status %d from %s", ErrUnreachable, resp.StatusCode, final)
+		return Page{}, fmt.Errorf("%w: status %d from %s", ErrUnreachable, resp.StatusCode, Redact(resp.Request.URL))
 	}
+	final := resp.Request.URL.Redacted()
 	if resp.ContentLength > f.opts.MaxBytes {
 		return Page{}, fmt.Errorf("%w: body of %d bytes is over the %d-byte limit", ErrUnreachable, resp.ContentLength, f.opts.MaxBytes)
 	}
@@ -267,7 +311,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: more than %d redirects", ErrUnreachable, max(f.opts.MaxRedirects, 0))
 	}
 	if err := checkURL(req.URL); err != nil {
-		return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+		return fmt.Errorf("redirect to %s: %w", Redact(req.URL), err)
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
 	return nil

@@ -235,8 +235,8 @@ func TestFetchSSRFProbesRefused(t *testing.T) {
 			assert.NotErrorIs(t, err, ErrUnreachable)
 			var fe *Error
 			require.ErrorAs(t, err, &fe)
-			assert.NotContains(t, fe.URL, "secret")
-			assert.Contains(t, err.Error(), strings.ReplaceAll(tt.url, "user:secret@", "user:xxxxx@"))
+			assert.NotContains(t, err.Error(), "secret")
+			assert.Contains(t, err.Error(), RedactString(tt.url))
 			for _, d := range n.dials() {
 				assert.Equal(t, publicIP+":80", d, "only the public address is ever dialled")
 			}
@@ -286,9 +286,31 @@ func TestFetchUnreachable(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ErrUnreachable)
 			assert.NotErrorIs(t, err, ErrBlocked)
-			assert.Contains(t, err.Error(), tt.url)
+			assert.Contains(t, err.Error(), RedactString(tt.url))
 			assert.Contains(t, err.Error(), tt.msg)
 		})
+	}
+}
+
+// TestRedact: a URL is repeated (in errors, answers and log lines) without
+// its password, query values or fragment; one that does not parse without
+// anything after "?" or "#" and nothing before an "@".
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://example.com/a/b.html", "https://example.com/a/b.html"},
+		{"https://acct.blob.core.windows.net/c/doc.pdf?sv=2024-11-04&sig=SECRET%2Fx&se=2026", "https://acct.blob.core.windows.net/c/doc.pdf?se=xxxxx&sig=xxxxx&sv=xxxxx"},
+		{"https://user:secret@example.com/p?token=secret#secret", "https://user:xxxxx@example.com/p?token=xxxxx"},
+		{"https://example.com/p?secret", "https://example.com/p?secret=xxxxx"},
+		{"https://example.com/p?a=1;secret", "https://example.com/p?xxxxx"},
+		{"http://public.example/%zz", "http://public.example/%zz"},
+		{"http://public.example/%zz?sig=secret", "http://public.example/%zz?xxxxx"},
+		{"http://user:secret@public.example/%zz", "http://xxxxx@public.example/%zz"},
+		{"user:secret@host/%zz", "user:xxxxx"},
+		{":secret@host/x", "xxxxx@host/x"},
+		{"http://public.example/%zz#secret", "http://public.example/%zz?xxxxx"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, RedactString(tt.in), tt.in)
 	}
 }
 
