@@ -56,7 +56,7 @@ func (s *server) handleChat() http.HandlerFunc {
 			ctx, cancel = budget.ShortenForClient(ctx, time.Duration(ms)*time.Millisecond, margin)
 			defer cancel()
 		}
-		req, err := decodeChat(w, r)
+		req, err := decodeChat(ctx, w, r)
 		if err != nil {
 			s.fail(w, r, err)
 			return

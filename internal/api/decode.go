@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -65,7 +67,7 @@ type Source struct {
 // decodeChat reads and validates a chat request. The body is read through
 // the size limit first (413 when over), then checked to be UTF-8 (JSON
 // decoding would silently replace bad bytes), then decoded strictly.
-func decodeChat(w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
+func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
 	var req ChatRequest
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -74,18 +76,41 @@ func decodeChat(w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
 	if r.ContentLength > MaxBodyBytes {
 		return req, &http.MaxBytesError{Limit: MaxBodyBytes}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(ctx, w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return req, mbe
-		}
-		return req, invalid("The request body could not be read.")
+		return req, err
 	}
 	if err := Decode(body, &req); err != nil {
 		return req, err
 	}
 	return req, req.validate()
+}
+
+// readBody reads the body through the size limit, within the request's
+// deadline: a caller that stops sending halfway would otherwise hold the
+// handler, with no answer, until it hung up. net/http lifts the deadline
+// itself once the body is in (its background read on the idle connection
+// clears it); a late body leaves it on, so that net/http, finding the rest
+// of the body unreadable, closes the connection after the answer instead of
+// waiting for it.
+func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if deadline, ok := ctx.Deadline(); ok && r.ContentLength != 0 {
+		// Not for an empty body: net/http's background read is already
+		// waiting on the connection, and would fail at the deadline.
+		// A ResponseWriter that cannot set it has no connection to stall.
+		_ = http.NewResponseController(w).SetReadDeadline(deadline)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &mbe):
+		return nil, mbe
+	case errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
+		return nil, fmt.Errorf("%w: %w", errBodyLate, err)
+	}
+	return nil, invalid("The request body could not be read.")
 }
 
 // Decode decodes one JSON object from body into v strictly: valid UTF-8,

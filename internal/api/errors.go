@@ -36,6 +36,9 @@ var (
 	errNotFound         = &Error{http.StatusNotFound, "not_found", "There is nothing at this address."}
 	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "This address does not accept that method."}
 	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}
+	// errBodyLate: the deadline came while the body was still arriving. A
+	// 500, like every other deadline: the same upload would be as slow again.
+	errBodyLate = &Error{http.StatusInternalServerError, "deadline_exceeded", "The request took too long to arrive, so it was stopped. Check the network connection, or send smaller documents."}
 )
 
 // codeClientGone marks, in the log only, a request whose caller went away.
