@@ -1,11 +1,13 @@
 // Command timebox is the operator's smoke test for a deployed or local
-// timebox Function App: it asks one question with the same fast-failure
-// retry rule the browser client uses (internal/retry) and prints the answer,
-// or the readable error, and one line per attempt.
+// timebox Function App: it asks one question (ask), or checks the health
+// route (health), with the same fast-failure retry rule the browser client
+// uses (internal/retry) and prints the answer, or the readable error, and
+// one line per attempt.
 //
 // Usage:
 //
 //	timebox ask --url https://app.azurewebsites.net [--key K | --token T] [--timeout 5m] [--attempts 3] "question"
+//	timebox health --url https://app.azurewebsites.net [--key K | --token T] [--timeout 1m]
 package main
 
 import (

@@ -22,7 +22,7 @@ import (
 const maxBody = 4 << 20
 
 // errUsage marks a command line that cannot run; the usage was printed.
-var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION")
+var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION\n       timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]")
 
 // run is the composition root: it parses args (without the program name,
 // like the other commands), reads TIMEBOX_URL, TIMEBOX_KEY and TIMEBOX_TOKEN from getenv as
@@ -34,19 +34,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runWith is run with the HTTP client given, so that tests can use an
 // in-memory network inside a synctest bubble.
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, client *http.Client) error {
-	if len(args) < 1 || args[0] != "ask" {
+	if len(args) < 1 || (args[0] != "ask" && args[0] != "health") {
 		fmt.Fprintln(stderr, errUsage)
 		return errUsage
 	}
-	cfg, err := parseAsk(args[1:], getenv, stderr)
+	cfg, err := parse(args[0], args[1:], getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.command == "health" {
+		return health(ctx, cfg, client, stdout, stderr)
 	}
 	return ask(ctx, cfg, client, stdout, stderr)
 }
 
-// askConfig is the parsed command line of timebox ask.
+// askConfig is the parsed command line of timebox ask or timebox health.
 type askConfig struct {
+	command        string // "ask" or "health"
 	baseURL        string
 	key, token     string
 	timeout        time.Duration // whole command, attempts and waits included
@@ -55,9 +59,15 @@ type askConfig struct {
 	question       string
 }
 
-func parseAsk(args []string, getenv func(string) string, stderr io.Writer) (askConfig, error) {
-	var c askConfig
-	fs := flag.NewFlagSet("timebox ask", flag.ContinueOnError)
+func parse(command string, args []string, getenv func(string) string, stderr io.Writer) (askConfig, error) {
+	c := askConfig{command: command}
+	// A health check is quick or it is not healthy; a question may take the
+	// whole budget, and retries on top.
+	timeout, attemptTimeout := 5*time.Minute, 230*time.Second
+	if command == "health" {
+		timeout, attemptTimeout = time.Minute, 30*time.Second
+	}
+	fs := flag.NewFlagSet("timebox "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, errUsage)
@@ -66,8 +76,8 @@ func parseAsk(args []string, getenv func(string) string, stderr io.Writer) (askC
 	fs.StringVar(&c.baseURL, "url", getenv("TIMEBOX_URL"), "Function App base `URL`, e.g. https://app.azurewebsites.net or http://127.0.0.1:7071 (env TIMEBOX_URL)")
 	fs.StringVar(&c.key, "key", getenv("TIMEBOX_KEY"), "function `key`, sent as x-functions-key (env TIMEBOX_KEY)")
 	fs.StringVar(&c.token, "token", getenv("TIMEBOX_TOKEN"), "bearer `token` for App Service Authentication (env TIMEBOX_TOKEN)")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "overall deadline: every attempt and wait included")
-	fs.DurationVar(&c.attemptTimeout, "attempt-timeout", 230*time.Second, "one attempt's timeout, sent as x-client-timeout-ms (shrunk to the time left)")
+	fs.DurationVar(&c.timeout, "timeout", timeout, "overall deadline: every attempt and wait included")
+	fs.DurationVar(&c.attemptTimeout, "attempt-timeout", attemptTimeout, "one attempt's timeout, sent as x-client-timeout-ms (shrunk to the time left)")
 	fs.IntVar(&c.policy.MaxAttempts, "attempts", retry.DefaultMaxAttempts, "attempts in all, the first included")
 	fs.DurationVar(&c.policy.FastFailure, "threshold", retry.DefaultFastFailure, "a failed attempt that took at least this long is a timeout and is not retried")
 	if err := fs.Parse(args); err != nil {
@@ -78,8 +88,11 @@ func parseAsk(args []string, getenv func(string) string, stderr io.Writer) (askC
 	if u, err := url.Parse(c.baseURL); c.baseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		problems = append(problems, errors.New("--url must be an http or https base URL"))
 	}
-	if c.question == "" {
+	switch {
+	case command == "ask" && c.question == "":
 		problems = append(problems, errors.New("a question is required"))
+	case command == "health" && c.question != "":
+		problems = append(problems, errors.New("health takes no question"))
 	}
 	if c.key != "" && c.token != "" {
 		problems = append(problems, errors.New("give --key or --token, not both"))
@@ -168,42 +181,72 @@ func ask(ctx context.Context, c askConfig, client *http.Client, stdout, stderr i
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
+	res, n, elapsed, err := call(ctx, c, client, http.MethodPost, "/api/chat", body, stderr)
+	if err != nil {
+		return err
+	}
+	var r chatResponse
+	if err := json.Unmarshal(res.body, &r); err != nil {
+		return &CallError{Status: res.status, Code: "invalid_response", Message: "The service sent an answer that could not be read.", RequestID: res.header.Get("x-request-id"), Attempts: n, Elapsed: elapsed, Reason: retry.ReasonNotRetryable}
+	}
+	fmt.Fprintln(stdout, r.Answer)
+	fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
+		r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+	printServerTiming(stderr, res.header)
+	return nil
+}
+
+// health checks GET /api/health with the rule: the deployment answers, from
+// behind its front end and authentication, with status ok. It prints the
+// version deployed; no Azure OpenAI call is made.
+func health(ctx context.Context, c askConfig, client *http.Client, stdout, stderr io.Writer) error {
+	res, n, elapsed, err := call(ctx, c, client, http.MethodGet, "/api/health", nil, stderr)
+	if err != nil {
+		return err
+	}
+	var h struct {
+		Status  string `json:"status"`
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(res.body, &h); err != nil || h.Status != "ok" {
+		return &CallError{Status: res.status, Code: "invalid_response", Message: "The service answered, but not with a health report: is the URL the Function App's?", RequestID: res.header.Get("x-request-id"), Attempts: n, Elapsed: elapsed, Reason: retry.ReasonNotRetryable}
+	}
+	fmt.Fprintf(stdout, "%s, version %s\n", h.Status, h.Version)
+	fmt.Fprintf(stderr, "request id %s, %d attempt(s) in %s\n", res.header.Get("x-request-id"), n, elapsed.Round(time.Millisecond))
+	return nil
+}
+
+// call sends method path with the rule and prints one line per attempt to
+// stderr. It returns the 2xx result, the number of attempts and the time
+// spent, or the *CallError of the attempt that ended it.
+func call(ctx context.Context, c askConfig, client *http.Client, method, path string, body []byte, stderr io.Writer) (result, int, time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(c.timeout)
 	for n := 1; ; n++ {
 		// The attempt may use no more than the time left, and tells the
 		// server so: the server answers before x-client-timeout-ms runs out.
 		attemptTimeout := max(min(c.attemptTimeout, time.Until(deadline)), time.Millisecond)
-		res := attempt(ctx, c, client, body, attemptTimeout)
+		res := attempt(ctx, c, client, method, path, body, attemptTimeout)
 		if ctx.Err() != nil {
-			return fmt.Errorf("ask: %w", context.Cause(ctx))
+			return res, n, time.Since(start), fmt.Errorf("%s: %w", c.command, context.Cause(ctx))
 		}
 		if res.status >= 200 && res.status < 300 {
-			var r chatResponse
-			if err := json.Unmarshal(res.body, &r); err != nil {
-				fmt.Fprintf(stderr, "attempt %d: status %d in %s -> success, but the body is not a chat answer\n", n, res.status, res.elapsed.Round(time.Millisecond))
-				return &CallError{Status: res.status, Code: "invalid_response", Message: "The service sent an answer that could not be read.", RequestID: res.header.Get("x-request-id"), Attempts: n, Elapsed: time.Since(start), Reason: retry.ReasonNotRetryable}
-			}
 			fmt.Fprintf(stderr, "attempt %d: status %d in %s -> success\n", n, res.status, res.elapsed.Round(time.Millisecond))
-			fmt.Fprintln(stdout, r.Answer)
-			fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
-				r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)
-			printServerTiming(stderr, res.header)
-			return nil
+			return res, n, time.Since(start), nil
 		}
 		now := time.Now()
 		d := c.policy.Decide(retry.Attempt{Number: n, Elapsed: res.elapsed, Status: res.status, Header: res.header, Remaining: deadline.Sub(now), Now: now})
 		fmt.Fprintf(stderr, "attempt %d: %s in %s -> %s\n", n, res.describe(), res.elapsed.Round(time.Millisecond), describe(d))
 		if !d.Retry {
 			printServerTiming(stderr, res.header)
-			return res.callError(n, time.Since(start), d, attemptTimeout)
+			return res, n, time.Since(start), res.callError(n, time.Since(start), d, attemptTimeout)
 		}
 		t := time.NewTimer(d.Wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("ask: %w", context.Cause(ctx))
+			return res, n, time.Since(start), fmt.Errorf("%s: %w", c.command, context.Cause(ctx))
 		}
 	}
 }
@@ -237,14 +280,20 @@ type result struct {
 	errBody  errorBody
 }
 
-func attempt(ctx context.Context, c askConfig, client *http.Client, body []byte, timeout time.Duration) result {
+func attempt(ctx context.Context, c askConfig, client *http.Client, method, path string, body []byte, timeout time.Duration) result {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.baseURL+"/api/chat", bytes.NewReader(body))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, method, c.baseURL+path, rd)
 	if err != nil {
 		return result{err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "timebox-cli")
 	req.Header.Set("x-client-timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10))

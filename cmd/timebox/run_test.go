@@ -141,6 +141,8 @@ func TestUsage(t *testing.T) {
 		{"key and token", []string{"ask", "--url", "http://x", "--key", "k", "--token", "t", "hi"}, "not both"},
 		{"no attempts", []string{"ask", "--url", "http://x", "--attempts", "0", "hi"}, "--attempts"},
 		{"bad flag", []string{"ask", "--nope", "hi"}, "usage"},
+		{"health with a question", []string{"health", "--url", "http://x", "hi"}, "no question"},
+		{"health without url", []string{"health"}, "--url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,6 +151,49 @@ func TestUsage(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, errOut.String(), "usage: timebox ask")
+		})
+	}
+}
+
+// TestHealth: a cold start's fast 503 is retried; a 200 that is not a
+// health report (a wrong URL answered by some other site) is an error; a
+// front end that does not answer within the 30 s attempt timeout is a
+// timeout and is not retried.
+func TestHealth(t *testing.T) {
+	tests := []struct {
+		name     string
+		steps    []step
+		wantErr  string
+		wantOut  string
+		requests int
+	}{
+		{"cold start", []step{{wait: 200 * time.Millisecond, status: 503, body: "busy"}, {status: 200, body: `{"status":"ok","version":"1.2.3"}`}}, "", "ok, version 1.2.3\n", 2},
+		{"not a health report", []step{{status: 200, body: "<html>welcome</html>"}}, "invalid_response", "", 1},
+		{"no answer in 30 s", []step{{wait: 40 * time.Second, status: 502, body: "Bad Gateway"}}, "attempt_timeout", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &app{steps: tt.steps}
+			synctest.Test(t, func(t *testing.T) {
+				_, client := memnet.Serve(t, a)
+				var out, errOut bytes.Buffer
+				err := runWith(t.Context(), []string{"health", "--url", "http://app.test", "--key", "k1"}, noEnv, &out, &errOut, client)
+				if tt.wantErr == "" {
+					require.NoError(t, err, errOut.String())
+				} else {
+					var ce *CallError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, tt.wantErr, ce.Code)
+				}
+				assert.Equal(t, tt.wantOut, out.String())
+			})
+			require.Equal(t, tt.requests, a.count())
+			for _, r := range a.requests {
+				assert.Equal(t, http.MethodGet, r.Method)
+				assert.Equal(t, "/api/health", r.URL.Path)
+				assert.Equal(t, "k1", r.Header.Get("x-functions-key"))
+				assert.Empty(t, r.Header.Get("Content-Type"))
+			}
 		})
 	}
 }

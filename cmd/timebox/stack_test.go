@@ -28,6 +28,11 @@ import (
 // and threshold (30 s), all on virtual time in a synctest bubble. It returns
 // how many requests the handler got and how long the command took.
 func askTheStack(t *testing.T, question string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
+	return runTheStack(t, "ask", "--url", "http://app.test", question)
+}
+
+// runTheStack is askTheStack for any command line.
+func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
 	synctest.Test(t, func(t *testing.T) {
 		const key = "sim-key"
 		settings := map[string]string{
@@ -58,7 +63,7 @@ func askTheStack(t *testing.T, question string) (stdout, stderr string, requests
 
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		err = runWith(t.Context(), []string{"ask", "--url", "http://app.test", question}, noEnv, &out, &errOut, client)
+		err = runWith(t.Context(), args, noEnv, &out, &errOut, client)
 		elapsed = time.Since(start)
 		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
 	})
@@ -71,6 +76,14 @@ func TestStackAnswers(t *testing.T) {
 	assert.Equal(t, "1, 2, 3, 4, 5.\n", out)
 	assert.EqualValues(t, 1, n)
 	assert.Regexp(t, `server timing: prompt [\d.]+ ms, upstream [\d.]+ ms, total [\d.]+ ms\n$`, errOut)
+}
+
+func TestStackHealth(t *testing.T) {
+	out, errOut, n, _, err := runTheStack(t, "health", "--url", "http://app.test/")
+	require.NoError(t, err, errOut)
+	assert.Equal(t, "ok, version test\n", out)
+	assert.Regexp(t, `^attempt 1: status 200 in \S+ -> success\nrequest id [0-9a-f]{32}, 1 attempt\(s\) in \S+\n$`, errOut)
+	assert.EqualValues(t, 0, n, "no question is asked")
 }
 
 func TestStackHangPastTheBudgetIsAskedOnce(t *testing.T) {
