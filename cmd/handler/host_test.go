@@ -25,7 +25,9 @@ func TestHostContract(t *testing.T) {
 		ExtensionBundle *json.RawMessage
 		Extensions      struct {
 			HTTP struct {
-				RoutePrefix *string
+				RoutePrefix            *string
+				MaxConcurrentRequests  int
+				MaxOutstandingRequests int
 			}
 		}
 		CustomHandler struct {
@@ -61,6 +63,17 @@ func TestHostContract(t *testing.T) {
 		prefix = *host.Extensions.HTTP.RoutePrefix
 	}
 	assert.Equal(t, "api", prefix)
+
+	// No queue in the host: a request it holds back waits where the budget
+	// cannot see it (the budget starts in the handler), eating into the
+	// platform's 230 s. Outstanding (queued + running) no higher than
+	// concurrent means the host answers 429 at once instead of queueing,
+	// and clients retry a fast 429. Both are set, since the plans' defaults
+	// differ (Consumption/Premium: 100 running, 200 outstanding).
+	httpExt := host.Extensions.HTTP
+	assert.Positive(t, httpExt.MaxConcurrentRequests, "maxConcurrentRequests is set")
+	assert.Positive(t, httpExt.MaxOutstandingRequests, "maxOutstandingRequests is set")
+	assert.LessOrEqual(t, httpExt.MaxOutstandingRequests, httpExt.MaxConcurrentRequests, "no request waits in the host's queue")
 
 	files, err := filepath.Glob(filepath.Join(root, "*", "function.json"))
 	require.NoError(t, err)
