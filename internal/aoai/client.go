@@ -87,6 +87,9 @@ type Response struct {
 	Attempts int
 	// Status is the last attempt's HTTP status.
 	Status int
+	// UpstreamRequestID is Azure's id for the last attempt (apim-request-id,
+	// else x-request-id): what Azure support asks for.
+	UpstreamRequestID string
 }
 
 // Client calls chat completions. It is safe for concurrent use.
@@ -242,7 +245,14 @@ type completion struct {
 
 // once makes one attempt. It returns the response header for the retry
 // decision; errors are *Error.
-func (c *Client) once(ctx context.Context, body []byte, requestID string) (Response, http.Header, error) {
+func (c *Client) once(ctx context.Context, body []byte, requestID string) (out Response, _ http.Header, err error) {
+	var upstreamID string
+	defer func() {
+		out.UpstreamRequestID = upstreamID
+		if e, ok := err.(*Error); ok {
+			e.UpstreamRequestID = upstreamID
+		}
+	}()
 	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
 	if err != nil {
 		return Response{}, nil, fmt.Errorf("build request: %w", err)
@@ -262,6 +272,7 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (Respo
 		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
 	}
 	defer resp.Body.Close()
+	upstreamID = cmp(resp.Header.Get("apim-request-id"), resp.Header.Get("x-request-id"))
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil && ctx.Err() != nil {
 		return Response{}, resp.Header, &Error{Kind: KindCanceled, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
@@ -276,7 +287,7 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (Respo
 	if len(data) > maxResponseBytes || json.Unmarshal(data, &cc) != nil || len(cc.Choices) == 0 || cc.Choices[0].Message.Content == nil && cc.Choices[0].FinishReason != "content_filter" {
 		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: errBadBody}
 	}
-	out := Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
+	out = Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
 	if p := cc.Choices[0].Message.Content; p != nil {
 		out.Content = *p
 	}

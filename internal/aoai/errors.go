@@ -67,7 +67,10 @@ type Error struct {
 	RetryAfter time.Duration
 	Attempts   int
 	Elapsed    time.Duration
-	Err        error
+	// UpstreamRequestID is Azure's id for the failed attempt, when it
+	// answered (see Response.UpstreamRequestID).
+	UpstreamRequestID string
+	Err               error
 }
 
 func (e *Error) Error() string {

@@ -100,7 +100,7 @@ func (s *server) handleChat() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		rec.attempts, rec.upstreamStatus = resp.Attempts, resp.Status
+		rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
 		rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 		b := budget.From(ctx)
 		stampTiming(w, r)

@@ -163,6 +163,26 @@ func TestBurstOverTheCallRateIsSmoothedByTheServer(t *testing.T) {
 	})
 }
 
+// TestTheLogLineNamesAzuresRequestID: the log line carries Azure's
+// apim-request-id of the last attempt, what Azure support asks for, on
+// success and on failure alike, and Azure got timebox's request id as
+// x-ms-client-request-id.
+func TestTheLogLineNamesAzuresRequestID(t *testing.T) {
+	for _, question := range []string{"hello", "[[sim:status code=503]] hello"} {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, nil, aoaitest.Options{})
+			w := h.do(chatRequest(ask(question)))
+			recs := h.sim.Requests()
+			require.Len(t, recs, 1)
+			require.NotEmpty(t, recs[0].RequestID)
+			lines := h.logLines()
+			require.Len(t, lines, 1)
+			assert.Equal(t, recs[0].RequestID, lines[0]["upstreamRequestId"], question)
+			assert.Equal(t, w.Header().Get("x-request-id"), recs[0].ClientRequestID, question)
+		})
+	}
+}
+
 func TestThrottleThatDoesNotFitAnswers429AtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil, aoaitest.Options{})

@@ -147,7 +147,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	rec := recordFrom(r.Context())
 	var upErr *aoai.Error
 	if errors.As(err, &upErr) {
-		rec.attempts, rec.upstreamStatus = upErr.Attempts, upErr.Status
+		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
 	}
 	rec.err = err
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {

@@ -52,6 +52,7 @@ type record struct {
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
+	upstreamID       string // Azure's apim-request-id of the last attempt
 	promptTokens     int
 	completionTokens int
 	truncated        bool
@@ -147,6 +148,9 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.attempts > 0 {
 			attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+		}
+		if rec.upstreamID != "" {
+			attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
 		}
 		if rec.promptTokens > 0 || rec.completionTokens > 0 {
 			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
