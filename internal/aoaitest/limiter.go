@@ -69,8 +69,8 @@ func (l *limiter) requestLimit() int {
 }
 
 // admit decides on a request of est tokens at now and, when it is admitted,
-// records it. Tokens are judged first: a request over both limits is told
-// the token wait, the longer one.
+// records it. Tokens are judged first: a request over both limits gets the
+// token 429, as the recorded token refusals carry the token policy-id.
 func (l *limiter) admit(now time.Time, est int) verdict {
 	used := l.used(now)
 	v := l.remaining(used)
