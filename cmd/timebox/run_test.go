@@ -169,6 +169,7 @@ func TestHealth(t *testing.T) {
 	}{
 		{"cold start", []step{{wait: 200 * time.Millisecond, status: 503, body: "busy"}, {status: 200, body: `{"status":"ok","version":"1.2.3"}`}}, "", "ok, version 1.2.3\n", 2},
 		{"not a health report", []step{{status: 200, body: "<html>welcome</html>"}}, "invalid_response", "", 1},
+		{"a report that is not ok", []step{{status: 200, body: `{"status":"degraded","version":"1.2.3"}`}}, "invalid_response", "", 1},
 		{"no answer in 30 s", []step{{wait: 40 * time.Second, status: 502, body: "Bad Gateway"}}, "attempt_timeout", "", 1},
 	}
 	for _, tt := range tests {

@@ -180,15 +180,17 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		start := time.Now()
 		resp, h, err := c.once(ctx, body, req.RequestID)
 		elapsed := time.Since(start)
+		// Azure's own id for the attempt, when it answered.
+		upstreamID := cmp(h.Get("apim-request-id"), h.Get("x-request-id"))
 		if err == nil {
-			resp.Attempts = attempt
+			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamID
 			return resp, nil
 		}
 		var e *Error
 		if !errors.As(err, &e) {
 			return Response{}, err
 		}
-		e.Attempts, e.Elapsed = attempt, elapsed
+		e.Attempts, e.Elapsed, e.UpstreamRequestID = attempt, elapsed, upstreamID
 		if e.Kind == KindCanceled {
 			return Response{}, e
 		}
@@ -245,14 +247,7 @@ type completion struct {
 
 // once makes one attempt. It returns the response header for the retry
 // decision; errors are *Error.
-func (c *Client) once(ctx context.Context, body []byte, requestID string) (out Response, _ http.Header, err error) {
-	var upstreamID string
-	defer func() {
-		out.UpstreamRequestID = upstreamID
-		if e, ok := err.(*Error); ok {
-			e.UpstreamRequestID = upstreamID
-		}
-	}()
+func (c *Client) once(ctx context.Context, body []byte, requestID string) (Response, http.Header, error) {
 	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
 	if err != nil {
 		return Response{}, nil, fmt.Errorf("build request: %w", err)
@@ -272,7 +267,6 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (out R
 		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
 	}
 	defer resp.Body.Close()
-	upstreamID = cmp(resp.Header.Get("apim-request-id"), resp.Header.Get("x-request-id"))
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil && ctx.Err() != nil {
 		return Response{}, resp.Header, &Error{Kind: KindCanceled, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
@@ -287,7 +281,7 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (out R
 	if len(data) > maxResponseBytes || json.Unmarshal(data, &cc) != nil || len(cc.Choices) == 0 || cc.Choices[0].Message.Content == nil && cc.Choices[0].FinishReason != "content_filter" {
 		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: errBadBody}
 	}
-	out = Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
+	out := Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
 	if p := cc.Choices[0].Message.Content; p != nil {
 		out.Content = *p
 	}

@@ -310,7 +310,7 @@ func (ex *exchange) fault(d Directive) {
 		case d.Code == http.StatusTooManyRequests:
 			// A 429 without retry-after, as some captures show.
 			ex.w.Header().Set("policy-id", "DeploymentRatelimit-Token")
-			ex.gatewayError(d.Code, codeMessage{Code: "429", Message: throttleMessage(ex.apiVersion, 1)})
+			ex.gatewayError(d.Code, codeMessage{Code: "429", Message: rateLimitMessage("token", ex.apiVersion, 1)})
 		case d.Code == http.StatusUnauthorized:
 			ex.unauthorized()
 		case d.Code == http.StatusNotFound:
@@ -374,17 +374,18 @@ func (ex *exchange) throttled(wait time.Duration, v verdict) {
 	h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
 	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(v.remainingRequests))
 	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(v.remainingTokens))
+	limit := "token"
 	if v.callRate {
-		// The recorded call-rate wording (chat_429_message_variants.json);
-		// its policy-id is by analogy with the recorded token one.
+		// The call-rate policy-id is named by analogy with the recorded
+		// token one.
+		limit = "call"
 		h.Set("policy-id", "DeploymentRatelimit-Call")
-		ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: callRateMessage(ex.apiVersion, secs)})
-		return
+	} else {
+		// Azure's header, extra hyphen included (chat_429_token_rate_limit.json).
+		h.Set("x-rate-limit-reset-tokens", strconv.FormatInt(secs, 10))
+		h.Set("policy-id", "DeploymentRatelimit-Token")
 	}
-	// Azure's header, extra hyphen included (chat_429_token_rate_limit.json).
-	h.Set("x-rate-limit-reset-tokens", strconv.FormatInt(secs, 10))
-	h.Set("policy-id", "DeploymentRatelimit-Token")
-	ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: throttleMessage(ex.apiVersion, secs)})
+	ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: rateLimitMessage(limit, ex.apiVersion, secs)})
 }
 
 // gatewayError answers a {"error":{"code","message"}} body with the

@@ -62,10 +62,11 @@ func newLimiter(tpm int) *limiter {
 }
 
 // requestLimit is the request-rate limit per callWindow: Azure pairs 6 RPM
-// with each 1000 TPM (Learn: "Azure OpenAI quotas and limits"), and
-// evaluates them per 10 s, so one request per 10 s for each 1000 TPM.
+// with each 1000 TPM (Learn: "Azure OpenAI quotas and limits") and
+// evaluates them per 10 s, and 6 a minute is 1 per 10 s: one request per
+// callWindow for each 1000 TPM.
 func (l *limiter) requestLimit() int {
-	return max(1, l.tpm/1000*6*int(callWindow/time.Second)/60)
+	return max(1, l.tpm/1000)
 }
 
 // admit decides on a request of est tokens at now and, when it is admitted,

@@ -201,15 +201,12 @@ const (
 	msgBadJSON = "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
 )
 
-// throttleMessage is the TPM 429 text (chat_429_token_rate_limit.json).
-func throttleMessage(apiVersion string, seconds int64) string {
-	return fmt.Sprintf("Requests to the ChatCompletions_Create Operation under Azure OpenAI API version %s have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.", apiVersion, seconds)
-}
-
-// callRateMessage is the request-rate 429 text (the "RPM (call rate limit)"
-// variant of chat_429_message_variants.json).
-func callRateMessage(apiVersion string, seconds int64) string {
-	return fmt.Sprintf("Requests to the ChatCompletions_Create Operation under Azure OpenAI API version %s have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.", apiVersion, seconds)
+// rateLimitMessage is the 429 text of the token ("token") or request
+// ("call") rate limit: chat_429_token_rate_limit.json and the "RPM (call
+// rate limit)" variant of chat_429_message_variants.json, which differ in
+// that word only.
+func rateLimitMessage(limit, apiVersion string, seconds int64) string {
+	return fmt.Sprintf("Requests to the ChatCompletions_Create Operation under Azure OpenAI API version %s have exceeded %s rate limit of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.", apiVersion, limit, seconds)
 }
 
 // contextMessage is the context_length_exceeded text: the variant naming the
