@@ -3,7 +3,7 @@ BINARY := handler
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run test test-go test-client test-e2e lint fmt build bench fuzz sim start package clean
+.PHONY: run test test-go test-client test-e2e lint fmt build bench perf fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -39,6 +39,11 @@ build:
 # bench: every benchmark with allocation counts.
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
+
+# perf: the handler side by side with plain-Go floors on a local upstream (issue 11's table; about a minute).
+# PERF_BEFORE=<git revision> measures that revision's handler in the same rounds. Not part of make test.
+perf:
+	bash scripts/perf.sh
 
 # fuzz: every fuzz target for FUZZTIME each (decoders, extractors, prompt fitting, simulator directives).
 fuzz:
