@@ -36,8 +36,8 @@ type step struct {
 	body   string
 }
 
-// app is a fake Function App that plays steps in order and records requests.
-type app struct {
+// scriptedApp is a fake Function App that plays steps in order and records requests.
+type scriptedApp struct {
 	mu       sync.Mutex
 	steps    []step
 	requests []*http.Request
@@ -45,7 +45,7 @@ type app struct {
 	times    []time.Time
 }
 
-func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (a *scriptedApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	a.mu.Lock()
 	a.requests = append(a.requests, r)
@@ -68,7 +68,7 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, s.body)
 }
 
-func (a *app) count() int {
+func (a *scriptedApp) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.requests)
@@ -76,7 +76,7 @@ func (a *app) count() int {
 
 // inBubble runs the CLI against a in a synctest bubble over memnet, so the
 // fake server's waits and the CLI's timers all run on virtual time.
-func inBubble(t *testing.T, a *app, args ...string) (stdout, stderr string, elapsed time.Duration, err error) {
+func inBubble(t *testing.T, a *scriptedApp, args ...string) (stdout, stderr string, elapsed time.Duration, err error) {
 	synctest.Test(t, func(t *testing.T) {
 		_, client := memnet.Serve(t, a)
 		var out, errOut bytes.Buffer
@@ -93,7 +93,7 @@ func errorJSON(code, message string) string {
 }
 
 func TestAskAgainstALoopbackServer(t *testing.T) {
-	a := &app{steps: []step{{status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{status: 200, body: answerJSON}}}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	var out, errOut bytes.Buffer
@@ -117,7 +117,7 @@ func TestAskAgainstALoopbackServer(t *testing.T) {
 }
 
 func TestTokenAndEnvironment(t *testing.T) {
-	a := &app{steps: []step{{status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{status: 200, body: answerJSON}}}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	env := map[string]string{"TIMEBOX_URL": srv.URL, "TIMEBOX_TOKEN": "tok"}
@@ -174,7 +174,7 @@ func TestHealth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &app{steps: tt.steps}
+			a := &scriptedApp{steps: tt.steps}
 			synctest.Test(t, func(t *testing.T) {
 				_, client := memnet.Serve(t, a)
 				var out, errOut bytes.Buffer
@@ -200,7 +200,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestTwoFastFailuresThenSuccess(t *testing.T) {
-	a := &app{steps: []step{
+	a := &scriptedApp{steps: []step{
 		{wait: 100 * time.Millisecond, status: 503, body: errorJSON("upstream_unavailable", "The AI service is busy.")},
 		{wait: 100 * time.Millisecond, status: 502, body: errorJSON("upstream_error", "The AI service failed.")},
 		{wait: 100 * time.Millisecond, status: 200, body: answerJSON},
@@ -216,7 +216,7 @@ func TestTwoFastFailuresThenSuccess(t *testing.T) {
 }
 
 func TestSlowGatewayErrorIsSentOnce(t *testing.T) {
-	a := &app{steps: []step{{wait: 40 * time.Second, status: 504, body: "Gateway Timeout"}, {status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{wait: 40 * time.Second, status: 504, body: "Gateway Timeout"}, {status: 200, body: answerJSON}}}
 	out, errOut, elapsed, err := inBubble(t, a, "hi")
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)
@@ -231,7 +231,7 @@ func TestSlowGatewayErrorIsSentOnce(t *testing.T) {
 }
 
 func TestLastAttemptIsNeverRetried(t *testing.T) {
-	a := &app{steps: []step{{status: 503, body: errorJSON("upstream_unavailable", "The AI service is busy.")}}}
+	a := &scriptedApp{steps: []step{{status: 503, body: errorJSON("upstream_unavailable", "The AI service is busy.")}}}
 	_, _, _, err := inBubble(t, a, "--attempts", "2", "hi")
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)
@@ -242,7 +242,7 @@ func TestLastAttemptIsNeverRetried(t *testing.T) {
 }
 
 func TestShouldNotRetry(t *testing.T) {
-	a := &app{steps: []step{{wait: 2900 * time.Millisecond, status: 500, header: map[string]string{"x-should-retry": "false"}, body: errorJSON("deadline_exceeded", "The answer took too long.")}}}
+	a := &scriptedApp{steps: []step{{wait: 2900 * time.Millisecond, status: 500, header: map[string]string{"x-should-retry": "false"}, body: errorJSON("deadline_exceeded", "The answer took too long.")}}}
 	_, _, _, err := inBubble(t, a, "hi")
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)
@@ -252,7 +252,7 @@ func TestShouldNotRetry(t *testing.T) {
 }
 
 func TestRetryAfterIsWaitedExactly(t *testing.T) {
-	a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "2"}, body: errorJSON("rate_limited", "Too many requests.")}, {status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "2"}, body: errorJSON("rate_limited", "Too many requests.")}, {status: 200, body: answerJSON}}}
 	_, errOut, elapsed, err := inBubble(t, a, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, 2, a.count())
@@ -262,7 +262,7 @@ func TestRetryAfterIsWaitedExactly(t *testing.T) {
 }
 
 func TestWaitTooLongSaysWhenToTryAgain(t *testing.T) {
-	a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorJSON("rate_limited", "Too many requests.")}}}
+	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorJSON("rate_limited", "Too many requests.")}}}
 	_, errOut, _, err := inBubble(t, a, "hi")
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)
@@ -273,14 +273,14 @@ func TestWaitTooLongSaysWhenToTryAgain(t *testing.T) {
 }
 
 func TestWaitTooLongIsSaidOnce(t *testing.T) {
-	a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "45"}, body: errorJSON("rate_limited", "The AI service is busy. Try again in 45 s.")}}}
+	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "45"}, body: errorJSON("rate_limited", "The AI service is busy. Try again in 45 s.")}}}
 	_, _, _, err := inBubble(t, a, "hi")
 	require.Error(t, err)
 	assert.Equal(t, 1, strings.Count(err.Error(), "Try again"), err.Error())
 }
 
 func TestAttemptTimeoutShrinksToTheDeadline(t *testing.T) {
-	a := &app{steps: []step{{wait: time.Second, status: 503}, {status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{wait: time.Second, status: 503}, {status: 200, body: answerJSON}}}
 	_, _, _, err := inBubble(t, a, "--timeout", "12s", "--attempt-timeout", "20s", "hi")
 	require.NoError(t, err)
 	require.Equal(t, 2, a.count())
@@ -290,7 +290,7 @@ func TestAttemptTimeoutShrinksToTheDeadline(t *testing.T) {
 }
 
 func TestHangingAttemptEndsAtItsTimeoutAndIsNotRetried(t *testing.T) {
-	a := &app{steps: []step{{wait: time.Hour, status: 200, body: answerJSON}}}
+	a := &scriptedApp{steps: []step{{wait: time.Hour, status: 200, body: answerJSON}}}
 	_, errOut, elapsed, err := inBubble(t, a, "--attempt-timeout", "40s", "hi")
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)
@@ -303,7 +303,7 @@ func TestHangingAttemptEndsAtItsTimeoutAndIsNotRetried(t *testing.T) {
 
 func TestFastNetworkErrorIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := &app{steps: []step{{status: 200, body: answerJSON}}}
+		a := &scriptedApp{steps: []step{{status: 200, body: answerJSON}}}
 		l, _ := memnet.Serve(t, a)
 		dials := 0
 		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -324,7 +324,7 @@ func TestFastNetworkErrorIsRetried(t *testing.T) {
 
 func TestInterruptStopsTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := &app{steps: []step{{status: 429, header: map[string]string{"Retry-After": "20"}}, {status: 200, body: answerJSON}}}
+		a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "20"}}, {status: 200, body: answerJSON}}}
 		_, client := memnet.Serve(t, a)
 		ctx, cancel := context.WithCancelCause(t.Context())
 		time.AfterFunc(5*time.Second, func() { cancel(errors.New("interrupted")) })

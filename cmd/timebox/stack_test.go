@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,17 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/aoaitest"
-	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/retry"
-	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
-// askTheStack runs timebox ask against the real handler (internal/api with
-// the real azcore client) and the simulator, at the production budget (200 s)
+// askTheStack runs timebox ask against the whole stack as app.New builds it
+// (the real handler and azcore client) and the simulator, at the production budget (200 s)
 // and threshold (30 s), all on virtual time in a synctest bubble. It returns
 // how many requests the handler got and how long the command took.
 func askTheStack(t *testing.T, question string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
@@ -44,14 +40,9 @@ func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests 
 		require.NoError(t, cerr)
 
 		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}}))
-		chat, cerr := aoai.New(aoai.Options{
-			Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIKey: cfg.APIKey,
-			Transport: simClient, FastFailure: cfg.FastFailure, MaxAttempts: cfg.UpstreamAttempts,
-		})
+		a, cerr := app.New(cfg, app.Ext{Version: "test", Upstream: simClient})
 		require.NoError(t, cerr)
-		counter, cerr := tokens.New(cfg.Encoding)
-		require.NoError(t, cerr)
-		h := api.New(api.Deps{Config: cfg, Chat: chat, Tokens: counter, Version: "test", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		h := a.Handler
 
 		var n atomic.Int64
 		_, client := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,12 +7,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
-	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -22,21 +22,40 @@ type Completer interface {
 	Complete(ctx context.Context, req aoai.Request) (aoai.Response, error)
 }
 
-// Deps are what the handler needs. Fetcher and Extractor may be nil: a
-// request with urls or documents is then refused (400); the rest are
-// required but Version.
-type Deps struct {
-	Config    config.Config
+// Options are what the handler uses: the settings it reads (named as in
+// config.Config, which the composition root, package app, copies them from)
+// and the parts it calls. Fetcher and Extractor may be nil: a request with
+// urls or documents is then refused (400); Version may be empty; the rest
+// are required.
+type Options struct {
+	// Budget is the whole-request deadline from the first line of the handler.
+	Budget time.Duration
+	// ClientTimeoutMargin is taken off x-client-timeout-ms.
+	ClientTimeoutMargin time.Duration
+	// MaxTokens is the completion token limit sent when the caller asks for
+	// none, and the most a caller may ask.
+	MaxTokens int
+	// ContextWindow is the tokens the model accepts.
+	ContextWindow int
+	// TPM is the deployment's tokens-per-minute limit; 0 means unknown.
+	TPM int
+	// FetchTimeout and ExtractTimeout are the deadlines of each page fetch
+	// and each document extraction (the only timers on either).
+	FetchTimeout, ExtractTimeout time.Duration
+	// AllowedOrigins are the browser origins allowed by CORS.
+	AllowedOrigins []string
+	// Version is reported by GET /api/health.
+	Version string
+
 	Logger    *slog.Logger
 	Chat      Completer
 	Tokens    *tokens.Counter
 	Fetcher   Fetcher
 	Extractor Extractor
-	Version   string
 }
 
 type server struct {
-	Deps
+	Options
 	cors *cors.Cors
 }
 
@@ -44,8 +63,8 @@ type server struct {
 // every request, unknown routes included: begin (the budget's first line,
 // request id, log line), the Origin check, CORS, panic recovery, then the
 // route.
-func New(d Deps) http.Handler {
-	s := &server{Deps: d, cors: newCORS(d.Config.AllowedOrigins)}
+func New(o Options) http.Handler {
+	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
 	r := chi.NewRouter()
 	r.Use(s.begin, s.checkOrigin, s.cors.Handler, s.recoverPanics)
 	r.NotFound(s.handleNotFound())

@@ -12,12 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/aoaitest"
-	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
-	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // recordedBody is the body of shared/fixtures/aoai/chat_200_success_apikey.json.
@@ -47,11 +45,9 @@ func benchHandler(b *testing.B, transport interface {
 		}[k]
 	})
 	require.NoError(b, err)
-	chat, err := aoai.New(aoai.Options{Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIKey: cfg.APIKey, Transport: transport})
+	a, err := app.New(cfg, app.Ext{Upstream: transport})
 	require.NoError(b, err)
-	counter, err := tokens.New(cfg.Encoding)
-	require.NoError(b, err)
-	return api.New(api.Deps{Config: cfg, Chat: chat, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	return a.Handler
 }
 
 func benchChat(b *testing.B, h http.Handler) {

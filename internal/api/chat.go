@@ -42,7 +42,7 @@ type Truncated struct {
 }
 
 func (s *server) handleChat() http.HandlerFunc {
-	margin := s.Config.ClientTimeoutMargin
+	margin := s.ClientTimeoutMargin
 	minClient := (margin + time.Second).Milliseconds()
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -67,7 +67,7 @@ func (s *server) handleChat() http.HandlerFunc {
 			return
 		}
 
-		maxTokens := s.Config.MaxTokens
+		maxTokens := s.MaxTokens
 		if req.MaxTokens != nil && *req.MaxTokens < maxTokens {
 			maxTokens = *req.MaxTokens
 		}
@@ -136,7 +136,7 @@ func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (
 	for _, src := range req.Sources {
 		in.Sources = append(in.Sources, prompt.Source{Kind: prompt.KindSource, Title: src.Title, URL: src.URL, Text: src.Text})
 	}
-	lim := prompt.Limits{ContextWindow: s.Config.ContextWindow, MaxTokens: maxTokens, TPM: s.Config.TPM}
+	lim := prompt.Limits{ContextWindow: s.ContextWindow, MaxTokens: maxTokens, TPM: s.TPM}
 	if res, ok := prompt.FitUncounted(in, lim); ok {
 		return res, nil
 	}

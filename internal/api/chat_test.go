@@ -140,6 +140,34 @@ func TestThrottleThatFitsIsRetriedByTheServer(t *testing.T) {
 	})
 }
 
+// The server's own attempts stop at UPSTREAM_MAX_ATTEMPTS (default 2), even
+// when every wait fits: a throttle that lasts is the caller's to see, with
+// the wait Azure asked for.
+func TestThrottleRetriesStopAtTheServersAttempts(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		wantAttempts int
+		wantStatus   int
+	}{
+		{"default: two attempts", nil, 2, http.StatusTooManyRequests},
+		{"three attempts allowed", map[string]string{"UPSTREAM_MAX_ATTEMPTS": "3"}, 3, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, tt.env, aoaitest.Options{})
+				w := h.do(chatRequest(ask("[[sim:throttle s=3 times=2 id=lasting]] hello")))
+				require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
+				assert.Equal(t, tt.wantAttempts, h.sim.Stats().Requests)
+				lines := h.logLines()
+				require.Len(t, lines, 1)
+				assert.EqualValues(t, tt.wantAttempts, lines[0]["upstreamAttempts"])
+			})
+		})
+	}
+}
+
 // TestBurstOverTheCallRateIsSmoothedByTheServer: two questions a second
 // apart on a deployment allowed one request per 10 s (1000 TPM, 6 RPM).
 // The second meets Azure's call-rate 429, whose 9 s wait fits its budget,

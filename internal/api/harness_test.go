@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,14 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/config"
-	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/fetch/fetchtest"
 	"github.com/timebox-dev/timebox/internal/memnet"
-	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 const (
@@ -29,8 +26,9 @@ const (
 	simKey        = "sim-key"
 )
 
-// harness is the real handler, the real azcore client and the simulator,
-// joined by an in-memory network so it runs inside a synctest bubble.
+// harness is the whole stack as app.New builds it (the real handler, the
+// real azcore client) and the simulator, joined by an in-memory network so
+// it runs inside a synctest bubble.
 type harness struct {
 	t       *testing.T
 	sim     *aoaitest.Server
@@ -86,22 +84,6 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	sim := aoaitest.New(simOpts)
 	_, client := memnet.Serve(t, sim)
 
-	chat, err := aoai.New(aoai.Options{
-		Endpoint: cfg.Endpoint, Deployment: cfg.Deployment, APIVersion: cfg.APIVersion, APIKey: cfg.APIKey,
-		Transport: client, FastFailure: cfg.FastFailure, MaxAttempts: cfg.UpstreamAttempts,
-	})
-	require.NoError(t, err)
-	counter, err := tokens.New(cfg.Encoding)
-	require.NoError(t, err)
-	logs := &syncBuffer{}
-	deps := api.Deps{
-		Config: cfg, Chat: chat, Tokens: counter, Version: "test",
-		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
-		Extractor: api.LimitedExtractor{},
-	}
-	if o.extractor != nil {
-		deps.Extractor = o.extractor
-	}
 	// The web (fetch's own fakes): the test names resolve to a public address,
 	// so the real address check passes as it would on the internet, or to a
 	// private one, and every connection lands on o.web.
@@ -114,9 +96,16 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 		"intranet.contoso.example": {pub}, "gone.example": {pub}, "slow.example": {pub},
 		"intranet.private.example": {{"10.0.0.7"}},
 	})
-	deps.Fetcher = fetch.New(fetch.Options{Timeout: cfg.FetchTimeout, Resolver: dns, DialContext: fetchtest.NewWeb(t, web).DialContext})
-	h := api.New(deps)
-	return &harness{t: t, sim: sim, handler: h, logs: logs, cfg: cfg}
+	// The stack as the binary builds it from the same settings (app.New);
+	// only the network is the test's.
+	logs := &syncBuffer{}
+	a, err := app.New(cfg, app.Ext{
+		Logs: logs, Version: "test", Upstream: client,
+		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,
+		Extractor: o.extractor,
+	})
+	require.NoError(t, err)
+	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg}
 }
 
 type options struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -21,17 +20,9 @@ type Fetcher interface {
 }
 
 // Extractor turns a document into plain text; satisfied by
-// ExtractorFunc(extract.Extract) with limits. Errors are *extract.Error.
+// extract.Extractor. Errors are *extract.Error.
 type Extractor interface {
 	Extract(ctx context.Context, d extract.Document) (extract.Result, error)
-}
-
-// LimitedExtractor is the production Extractor: extract.Extract with Limits.
-type LimitedExtractor struct{ Limits extract.Limits }
-
-// Extract implements Extractor.
-func (e LimitedExtractor) Extract(ctx context.Context, d extract.Document) (extract.Result, error) {
-	return extract.Extract(ctx, d, e.Limits)
 }
 
 // maxConcurrentSteps bounds the fetches and extractions of one request that
@@ -83,37 +74,35 @@ func (s *server) gather(ctx context.Context, req ChatRequest) ([]prompt.Source, 
 }
 
 // fetchStep fetches one page under its own deadline: FETCH_TIMEOUT, or just
-// before the request's deadline, whichever is first.
+// before the request's deadline, whichever is first. This is the only timer
+// on a fetch: the fetcher itself ends when its context does.
 func (s *server) fetchStep(ctx context.Context, rawURL string) (fetch.Page, error) {
 	// The step is named by the URL without its secrets: the name goes into
 	// the answer and the log line.
 	name := fetch.RedactString(rawURL)
-	ctx, cancel := budget.Step(ctx, "fetch", name, s.Config.FetchTimeout)
+	ctx, cancel := budget.Step(ctx, "fetch", name, s.FetchTimeout)
 	defer cancel()
 	page, err := s.Fetcher.Fetch(ctx, rawURL)
-	return page, stepError(ctx, "fetch", name, s.Config.FetchTimeout, err)
+	return page, stepError(ctx, err)
 }
 
 // extractStep extracts one document under its own deadline.
 func (s *server) extractStep(ctx context.Context, d extract.Document) (extract.Result, error) {
-	ctx, cancel := budget.Step(ctx, "extract", d.Name, s.Config.ExtractTimeout)
+	ctx, cancel := budget.Step(ctx, "extract", d.Name, s.ExtractTimeout)
 	defer cancel()
 	res, err := s.Extractor.Extract(ctx, d)
-	return res, stepError(ctx, "extract", d.Name, s.Config.ExtractTimeout, err)
+	return res, stepError(ctx, err)
 }
 
-// stepError makes a step that ran out of time say so by name, whichever
-// clock stopped it (its own, or the fetcher's equal one), unless the
-// request itself is gone: then the request's own cause stands.
-func stepError(ctx context.Context, step, name string, timeout time.Duration, err error) error {
+// stepError makes a step that ran out of time say so by name. Otherwise
+// (a sibling failed first, or the request itself is gone) the error stands
+// as it is, and the sibling's error or the request's own cause is reported.
+func stepError(ctx context.Context, err error) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if st, ok := budget.StepCause(ctx); ok {
 		return fmt.Errorf("%w: %w", st, err)
 	}
-	if errors.Is(context.Cause(ctx), context.Canceled) {
-		return err // a sibling failed first; its error is the one reported
-	}
-	return fmt.Errorf("%w: %w", &budget.StepTimeout{Step: step, Name: name, Timeout: timeout}, err)
+	return err
 }

@@ -109,7 +109,7 @@ var saneID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // request id, and writes the request's one log line when it is done.
 func (s *server) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel, b := budget.Start(r.Context(), s.Config.Budget)
+		ctx, cancel, b := budget.Start(r.Context(), s.Budget)
 		defer cancel()
 		id := r.Header.Get("x-request-id")
 		if !saneID.MatchString(id) {

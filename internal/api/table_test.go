@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -17,7 +18,6 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
-	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -102,17 +102,13 @@ func (panickingChat) Complete(context.Context, aoai.Request) (aoai.Response, err
 // A panic anywhere below the middleware is a 500 internal_error that the
 // browser can still read, and the server keeps serving.
 func TestPanicIsAReadable500(t *testing.T) {
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:1", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-			"ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(t, err)
-	counter, err := tokens.New(cfg.Encoding)
+	counter, err := tokens.New("o200k_base")
 	require.NoError(t, err)
 	logs := &syncBuffer{}
-	h := &harness{t: t, logs: logs, handler: api.New(api.Deps{Config: cfg, Chat: panickingChat{}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil))})}
+	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
+		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
+		Chat: panickingChat{}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	})}
 	for range 2 {
 		w := h.do(chatRequest(ask("x")))
 		assert.Equal(t, http.StatusInternalServerError, w.Code)

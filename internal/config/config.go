@@ -42,6 +42,11 @@ type Config struct {
 	// ClientID is the client id of a user-assigned managed identity
 	// (AZURE_CLIENT_ID); empty means the system-assigned one.
 	ClientID string
+	// ManagedIdentity says a managed identity is there to use: App Service
+	// and Functions set IDENTITY_ENDPOINT (the platform's, not a setting).
+	// With no APIKey, true means the managed identity credential, false the
+	// developer's own (Azure CLI, azd, environment).
+	ManagedIdentity bool
 
 	// Budget is the whole-request deadline from the first line of the handler
 	// (REQUEST_BUDGET, default 200 s); always below PlatformLimit.
@@ -126,6 +131,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIVersion:          get("AZURE_OPENAI_API_VERSION"),
 		APIKey:              get("AZURE_OPENAI_API_KEY"),
 		ClientID:            get("AZURE_CLIENT_ID"),
+		ManagedIdentity:     get("IDENTITY_ENDPOINT") != "",
 		Budget:              duration("REQUEST_BUDGET", 200*time.Second),
 		FastFailure:         duration("FAST_FAILURE_THRESHOLD", 30*time.Second),
 		ClientTimeoutMargin: duration("CLIENT_TIMEOUT_MARGIN", 2*time.Second),

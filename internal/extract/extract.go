@@ -138,6 +138,15 @@ func Extract(ctx context.Context, d Document, lim Limits) (Result, error) {
 // extractor holds one extraction's limits and, for tests only, a step hook
 // that runs at every checkpoint (so a test can make each unit of work take
 // virtual time).
+// Extractor is Extract with its Limits fixed: the extractor the handler
+// uses. The zero value extracts with the default limits.
+type Extractor struct{ Limits Limits }
+
+// Extract is Extract(ctx, d, e.Limits).
+func (e Extractor) Extract(ctx context.Context, d Document) (Result, error) {
+	return Extract(ctx, d, e.Limits)
+}
+
 type extractor struct {
 	lim  Limits
 	step func(ctx context.Context)

@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"code.dny.dev/ssrf"
 )
@@ -109,7 +108,6 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Defaults for zero fields of Options.
 const (
-	DefaultTimeout      = 15 * time.Second
 	DefaultMaxBytes     = 5 << 20
 	DefaultMaxRedirects = 5
 	DefaultUserAgent    = "timebox (+https://github.com/timebox-dev/timebox)"
@@ -132,10 +130,6 @@ type Resolver interface {
 // Options configures a Fetcher. Zero fields take the defaults named beside
 // them.
 type Options struct {
-	// Timeout bounds each Fetch, redirects and body included; the
-	// caller's ctx deadline applies too, and the earlier one wins.
-	// Default 15 s.
-	Timeout time.Duration
 	// MaxBytes caps the response body; a longer body is ErrUnreachable.
 	// Default 5 MiB.
 	MaxBytes int64
@@ -176,9 +170,6 @@ type Fetcher struct {
 
 // New returns a Fetcher with o's settings, defaults filled in.
 func New(o Options) *Fetcher {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
@@ -198,7 +189,7 @@ func New(o Options) *Fetcher {
 	// service on a public address is still reached through one.
 	guard := ssrf.New(ssrf.WithPorts(80, 443))
 	if o.DialContext == nil {
-		d := &net.Dialer{Timeout: o.Timeout, Control: guard.Safe}
+		d := &net.Dialer{Control: guard.Safe}
 		o.DialContext = d.DialContext
 	}
 	f := &Fetcher{opts: o, guard: guard}
@@ -215,7 +206,9 @@ func New(o Options) *Fetcher {
 }
 
 // Fetch GETs rawURL and returns the page. It returns within the smaller of
-// Options.Timeout and ctx's deadline. Errors are *Error naming rawURL and
+// ctx's deadline: Fetch has no timer of its own, so the caller gives every
+// fetch a deadline (the handler's per-page step deadline, FETCH_TIMEOUT).
+// Errors are *Error naming rawURL and
 // wrapping ErrBlocked, ErrUnreachable, or ctx.Err() of the fetch's deadline
 // (context.DeadlineExceeded on a timeout).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
@@ -234,8 +227,6 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL, parseErr error) (Page, 
 	if err := checkURL(u); err != nil {
 		return Page{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: %v", ErrUnreachable, err)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"testing"
@@ -14,17 +14,21 @@ import (
 // handler uses the managed identity; elsewhere the developer's credentials.
 // Neither touches the network until a token is needed.
 func TestCredentialChoice(t *testing.T) {
-	inAzure := func(k string) string {
-		return map[string]string{"IDENTITY_ENDPOINT": "http://127.0.0.1:41741/msi/token", "IDENTITY_HEADER": "x"}[k]
+	load := func(env map[string]string) config.Config {
+		t.Helper()
+		env["AZURE_OPENAI_ENDPOINT"], env["AZURE_OPENAI_DEPLOYMENT"] = "https://contoso.openai.azure.com", "gpt-4o-mini"
+		cfg, err := config.Load(func(k string) string { return env[k] })
+		require.NoError(t, err)
+		return cfg
 	}
-	c, err := credential(config.Config{ClientID: "11111111-2222-3333-4444-555555555555"}, inAzure)
+	c, err := credential(load(map[string]string{
+		"IDENTITY_ENDPOINT": "http://127.0.0.1:41741/msi/token", "IDENTITY_HEADER": "x",
+		"AZURE_CLIENT_ID": "11111111-2222-3333-4444-555555555555",
+	}))
 	require.NoError(t, err)
 	assert.IsType(t, &azidentity.ManagedIdentityCredential{}, c)
 
-	c, err = credential(config.Config{}, func(string) string { return "" })
+	c, err = credential(load(map[string]string{}))
 	require.NoError(t, err)
 	assert.IsType(t, &azidentity.DefaultAzureCredential{}, c)
-
-	assert.Equal(t, "api-key", authKind(config.Config{APIKey: "k"}))
-	assert.Equal(t, "entra-id", authKind(config.Config{}))
 }

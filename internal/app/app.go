@@ -1,0 +1,157 @@
+// Package app is timebox's composition root: New turns a config.Config into
+// the whole HTTP handler (the upstream client and its credential, the page
+// fetcher, the document extractor, the tokenizer, the logger). The handler
+// binary (cmd/handler) and every test that needs the whole stack build it
+// here, from the same configuration, so what the binary runs is what the
+// tests check. Ext swaps only what a test must: the network.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/extract"
+	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/tokens"
+)
+
+// Ext is what New takes from outside the configuration: where the logs go,
+// the build's version, and the seams a test uses to run the stack without
+// the real network. The zero value is production with the logs discarded.
+type Ext struct {
+	// Logs receives the JSON log lines (stdout in the binary); nil discards them.
+	Logs io.Writer
+	// Version is the build's version, reported by /api/health and sent in
+	// the fetcher's User-Agent; empty means "dev".
+	Version string
+
+	// Upstream carries the requests to Azure OpenAI; nil means azcore's
+	// default HTTP client. Tests pass the simulator's memnet client.
+	Upstream policy.Transporter
+	// Credential is the Entra ID credential used when cfg.APIKey is empty;
+	// nil means the managed identity (cfg.ManagedIdentity) or else the
+	// developer's own.
+	Credential azcore.TokenCredential
+	// Resolver and Dial replace the fetcher's DNS and its dialer (which is
+	// called after the address check); nil means the real ones.
+	Resolver fetch.Resolver
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Extractor replaces the document extractor; nil means package
+	// extract's, with its default limits. Only for a test of the step
+	// deadline around it: no document takes 15 s of virtual time to read.
+	Extractor api.Extractor
+}
+
+// App is the built stack.
+type App struct {
+	// Handler serves every route.
+	Handler http.Handler
+	// Logger writes JSON lines to Ext.Logs at cfg.LogLevel; the binary's
+	// own lines (listening, shutting down, the server's errors) use it too.
+	Logger *slog.Logger
+}
+
+// New builds the stack from cfg. It fails when the tokenizer, the
+// credential or the upstream client cannot be built.
+func New(cfg config.Config, ext Ext) (*App, error) {
+	logs := ext.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	counter, err := tokens.New(cfg.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	chat, err := upstream(cfg, ext)
+	if err != nil {
+		return nil, err
+	}
+	var extractor api.Extractor = extract.Extractor{}
+	if ext.Extractor != nil {
+		extractor = ext.Extractor
+	}
+	version := ext.Version
+	if version == "" {
+		version = "dev"
+	}
+	h := api.New(api.Options{
+		Budget:              cfg.Budget,
+		ClientTimeoutMargin: cfg.ClientTimeoutMargin,
+		MaxTokens:           cfg.MaxTokens,
+		ContextWindow:       cfg.ContextWindow,
+		TPM:                 cfg.TPM,
+		FetchTimeout:        cfg.FetchTimeout,
+		ExtractTimeout:      cfg.ExtractTimeout,
+		AllowedOrigins:      cfg.AllowedOrigins,
+		Version:             version,
+
+		Logger: logger,
+		Chat:   chat,
+		Tokens: counter,
+		Fetcher: fetch.New(fetch.Options{
+			UserAgent:   "timebox/" + version + " (+https://github.com/timebox-dev/timebox)",
+			Resolver:    ext.Resolver,
+			DialContext: ext.Dial,
+		}),
+		Extractor: extractor,
+	})
+	return &App{Handler: h, Logger: logger}, nil
+}
+
+// upstream builds the Azure OpenAI client: api-key auth when a key is set,
+// Entra ID otherwise.
+func upstream(cfg config.Config, ext Ext) (*aoai.Client, error) {
+	opts := aoai.Options{
+		Endpoint:    cfg.Endpoint,
+		Deployment:  cfg.Deployment,
+		APIVersion:  cfg.APIVersion,
+		APIKey:      cfg.APIKey,
+		Credential:  ext.Credential,
+		Transport:   ext.Upstream,
+		FastFailure: cfg.FastFailure,
+		MaxAttempts: cfg.UpstreamAttempts,
+	}
+	if cfg.APIKey == "" && opts.Credential == nil {
+		c, err := credential(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.Credential = c
+	}
+	return aoai.New(opts)
+}
+
+// credential picks Entra ID auth: the managed identity inside Azure (App
+// Service and Functions set IDENTITY_ENDPOINT), the developer's own
+// credentials (Azure CLI, azd, environment) elsewhere.
+func credential(cfg config.Config) (azcore.TokenCredential, error) {
+	if cfg.ManagedIdentity {
+		o := &azidentity.ManagedIdentityCredentialOptions{}
+		if cfg.ClientID != "" {
+			o.ID = azidentity.ClientID(cfg.ClientID)
+		}
+		c, err := azidentity.NewManagedIdentityCredential(o)
+		if err != nil {
+			return nil, fmt.Errorf("managed identity: %w", err)
+		}
+		return c, nil
+	}
+	c, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("developer credential: %w", err)
+	}
+	return c, nil
+}
