@@ -1,0 +1,138 @@
+// Package caller decides who is calling: it turns a request into a verified
+// Caller (object id, tenant id, scopes, roles) or a classified *Error. It is
+// the one place that reads Authorization and App Service Authentication's
+// principal headers; the handler sees only the outcome.
+//
+// Three checkers, one per AUTH_MODE: Anonymous (none), Entra (bearer tokens
+// validated here, against the tenant's published keys) and EasyAuth (the
+// principal App Service Authentication passes on, trusted only where the
+// platform says it is on; config refuses the mode elsewhere).
+package caller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Caller is a verified caller. The zero value is the anonymous caller of
+// AUTH_MODE=none.
+type Caller struct {
+	// OID is the caller's object id in its tenant (a user or a service
+	// principal); empty for the anonymous caller.
+	OID string
+	// TID is the caller's tenant id, lower case; empty for the anonymous caller.
+	TID string
+	// Scopes are the delegated permissions (scp) the token carries.
+	Scopes []string
+	// Roles are the app roles (roles) the token carries.
+	Roles []string
+}
+
+// Checker verifies the caller of a request. Its error is always an *Error.
+type Checker interface {
+	Check(ctx context.Context, r *http.Request) (Caller, error)
+}
+
+// Kind classifies a refusal.
+type Kind int
+
+// The kinds of refusal, each one answer.
+const (
+	// Unauthenticated: no credential, or one that does not verify (401).
+	Unauthenticated Kind = iota + 1
+	// Forbidden: a verified caller this app does not serve: a tenant not
+	// listed, a missing scope or role (403).
+	Forbidden
+	// Unavailable: the caller could not be checked because the tenant's keys
+	// could not be had (503, retryable).
+	Unavailable
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Unauthenticated:
+		return "unauthenticated"
+	case Forbidden:
+		return "forbidden"
+	case Unavailable:
+		return "auth unavailable"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Error is a refusal. Err is the detail for the log line; it never holds the
+// token or a claim beyond tenant and object ids.
+type Error struct {
+	Kind Kind
+	// Challenge is the WWW-Authenticate value to send with the answer
+	// (RFC 6750 section 3), empty for none.
+	Challenge string
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "caller: " + e.Kind.String()
+	}
+	return "caller: " + e.Kind.String() + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// RFC 6750 challenges: a bare one when no token was sent (section 3.1: no
+// error code then), invalid_token when one was, insufficient_scope for a
+// token without the permission asked for.
+const (
+	challengeBare              = `Bearer`
+	challengeInvalidToken      = `Bearer error="invalid_token"`
+	challengeInsufficientScope = `Bearer error="insufficient_scope"`
+)
+
+func unauthenticated(challenge string, format string, args ...any) *Error {
+	return &Error{Kind: Unauthenticated, Challenge: challenge, Err: fmt.Errorf(format, args...)}
+}
+
+func forbidden(challenge string, format string, args ...any) *Error {
+	return &Error{Kind: Forbidden, Challenge: challenge, Err: fmt.Errorf(format, args...)}
+}
+
+// Policy is what a verified caller must have, whatever the mode.
+type Policy struct {
+	// Tenants are the tenant ids served, lower case. Empty: every tenant
+	// (allowed only in easyauth mode, where App Service Authentication's own
+	// settings decide).
+	Tenants []string
+	// Scope, when set, must be one of the token's delegated scopes (scp).
+	Scope string
+	// Role, when set, must be one of the token's app roles (roles).
+	Role string
+}
+
+// tenantAllowed reports whether tid (any case) is served.
+func (p Policy) tenantAllowed(tid string) bool {
+	return len(p.Tenants) == 0 || slices.Contains(p.Tenants, strings.ToLower(tid))
+}
+
+// authorize checks a verified caller against the policy.
+func (p Policy) authorize(c Caller, challenge string) error {
+	if !p.tenantAllowed(c.TID) {
+		return forbidden("", "tenant %s is not listed in AUTH_TENANTS", c.TID)
+	}
+	if p.Scope != "" && !slices.Contains(c.Scopes, p.Scope) {
+		return forbidden(challenge, "the token lacks the scope %q (AUTH_REQUIRED_SCOPE)", p.Scope)
+	}
+	if p.Role != "" && !slices.Contains(c.Roles, p.Role) {
+		return forbidden(challenge, "the token lacks the app role %q (AUTH_REQUIRED_ROLE)", p.Role)
+	}
+	return nil
+}
+
+// Anonymous is the checker of AUTH_MODE=none: everyone is the anonymous
+// caller. Config refuses it inside Azure unless ALLOW_ANONYMOUS=true.
+type Anonymous struct{}
+
+// Check returns the anonymous caller.
+func (Anonymous) Check(context.Context, *http.Request) (Caller, error) { return Caller{}, nil }
