@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -55,43 +54,39 @@ func (x *extractor) docx(ctx context.Context, data []byte, out *sink) error {
 	if !ok {
 		return fmt.Errorf("%w: no main document part (%s) in the zip", ErrUnreadable, main)
 	}
-	return x.readPart(ctx, doc, &budget, func(d *xml.Decoder) error { return x.paragraphs(ctx, d, out) })
+	return x.readPart(ctx, doc, &budget, false, func(s *xmlStream) error { return x.paragraphs(s, out) })
 }
 
 // mainPart reads the package relationships for the officeDocument target.
 func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64) (string, error) {
 	var target string
-	err := x.readPart(ctx, rels, budget, func(d *xml.Decoder) error {
+	err := x.readPart(ctx, rels, budget, true, func(s *xmlStream) error {
 		depth := 0
 		for {
-			tok, err := d.Token()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
+			if err := s.next(); err != nil {
 				return err
 			}
-			switch t := tok.(type) {
-			case xml.StartElement:
+			switch s.kind {
+			case xmlStart:
 				if depth++; depth > x.lim.MaxDepth {
 					return fmt.Errorf("%w: XML nested deeper than %d", ErrUnreadable, x.lim.MaxDepth)
 				}
-				if t.Name.Local != "Relationship" {
+				if s.name != "Relationship" {
 					continue
 				}
 				var typ, tgt string
-				for _, a := range t.Attr {
-					switch a.Name.Local {
+				for _, a := range s.attrs {
+					switch a.name {
 					case "Type":
-						typ = a.Value
+						typ = a.value
 					case "Target":
-						tgt = a.Value
+						tgt = a.value
 					}
 				}
 				if typ == relOfficeDoc || typ == relStrictOffic {
 					target = strings.TrimPrefix(path.Clean("/"+tgt), "/")
 				}
-			case xml.EndElement:
+			case xmlEnd:
 				depth--
 			}
 		}
@@ -99,9 +94,9 @@ func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64)
 	return target, err
 }
 
-// readPart decompresses one zip entry through a capped reader and hands an
-// XML decoder over it to parse.
-func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, parse func(*xml.Decoder) error) error {
+// readPart decompresses one zip entry through a capped reader that checks
+// ctx on every read, and hands a bounded XML stream over it to parse.
+func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, keepAttrs bool, parse func(*xmlStream) error) error {
 	// A part that says it is over the budget at a ratio no real XML
 	// reaches is a bomb: refuse it without inflating anything. A large
 	// real part is read, and reading stops at the text cap; the capped
@@ -114,8 +109,12 @@ func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, pa
 		return fmt.Errorf("%w: %s: %v", ErrUnreadable, f.Name, err)
 	}
 	defer rc.Close()
-	d := xml.NewDecoder(&cappedReader{r: rc, left: budget, max: x.lim.MaxExpandedBytes})
-	if err := parse(d); err != nil {
+	capped := &cappedReader{r: rc, left: budget, max: x.lim.MaxExpandedBytes, check: func() error { return x.check(ctx) }}
+	err = parse(newXMLStream(capped, keepAttrs))
+	if err == io.EOF {
+		err = nil
+	}
+	if err != nil {
 		if errors.Is(err, ErrUnreadable) || ctx.Err() != nil {
 			return err
 		}
@@ -126,28 +125,20 @@ func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, pa
 
 // paragraphs writes the text runs of a WordprocessingML body: w:t text, a
 // tab for w:tab, a line break for w:br and w:cr, and a newline after each
-// w:p. It checks ctx every 1024 tokens and refuses nesting over MaxDepth.
-func (x *extractor) paragraphs(ctx context.Context, d *xml.Decoder, out *sink) error {
-	depth, inText, tokens := 0, false, 0
+// w:p, until the text cap. It refuses nesting over MaxDepth; ctx is checked
+// by the reader under the stream, at every read.
+func (x *extractor) paragraphs(s *xmlStream, out *sink) error {
+	depth, inText := 0, false
 	for !out.full() {
-		if tokens++; tokens%1024 == 0 {
-			if err := x.check(ctx); err != nil {
-				return err
-			}
-		}
-		tok, err := d.RawToken()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
+		if err := s.next(); err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch s.kind {
+		case xmlStart:
 			if depth++; depth > x.lim.MaxDepth {
 				return fmt.Errorf("%w: XML nested deeper than %d", ErrUnreadable, x.lim.MaxDepth)
 			}
-			switch t.Name.Local {
+			switch s.name {
 			case "t":
 				inText = true
 			case "tab":
@@ -155,17 +146,17 @@ func (x *extractor) paragraphs(ctx context.Context, d *xml.Decoder, out *sink) e
 			case "br", "cr":
 				out.WriteString("\n")
 			}
-		case xml.EndElement:
+		case xmlEnd:
 			depth--
-			switch t.Name.Local {
+			switch s.name {
 			case "t":
 				inText = false
 			case "p":
 				out.WriteString("\n")
 			}
-		case xml.CharData:
+		case xmlText:
 			if inText {
-				out.WriteString(string(t))
+				out.WriteString(string(s.text))
 			}
 		}
 	}
@@ -175,12 +166,16 @@ func (x *extractor) paragraphs(ctx context.Context, d *xml.Decoder, out *sink) e
 // cappedReader counts bytes against a shared budget and fails once it is
 // spent, so a zip entry that lies about its size still stops at the limit.
 type cappedReader struct {
-	r    io.Reader
-	left *int64
-	max  int64
+	r     io.Reader
+	left  *int64
+	max   int64
+	check func() error // the extraction's checkpoint, run before every read
 }
 
 func (c *cappedReader) Read(p []byte) (int, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
 	if *c.left <= 0 {
 		// At the limit exactly: fine if the entry ends here.
 		var one [1]byte

@@ -1,7 +1,11 @@
 // Package extract turns an uploaded document (PDF, DOCX, HTML, plain text or
 // Markdown) into plain text for a prompt, under caps that make hostile files
 // fail fast: decompressed bytes and entry count for DOCX zips, pages for PDF,
-// nesting depth for XML and HTML, and the size of the text produced.
+// nesting depth for XML and HTML, and the size of the text produced. No
+// format holds more than a small fixed amount per token or element, however
+// far a document expands: DOCX XML is read as a stream in 32 KiB chunks,
+// PDF content streams are refused when one token is over 256 KiB, and HTML
+// is parsed from a copy without over-long attributes or text nodes.
 //
 // Extract honours its context: every extractor checks it between units of
 // work (pages, stream chunks, XML tokens, HTML tokens), and the PDF reader

@@ -45,6 +45,9 @@ func FuzzExtractPDF(f *testing.F) {
 	f.Add(onePagePDF(f, []byte("BT /F1 12 Tf (a) ' 1 2 (b) \" ET"), true))
 	f.Add(buildPDF(pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"}, pdfObject{body: "<</Type/Pages /Kids [2 0 R] /Count 1>>"}))
 	f.Add([]byte("%PDF-1.7\n%%EOF"))
+	f.Add(hugeStringPDF())
+	f.Add(hugeStreamPDF())
+	f.Add(hugeOperandsPDF())
 	f.Fuzz(func(t *testing.T, data []byte) { checkFuzz(t, TypePDF, data) })
 }
 
@@ -54,6 +57,9 @@ func FuzzExtractDOCX(f *testing.F) {
 	f.Add(makeDOCX(f, "<w:document><w:body><w:p><w:r><w:t>unclosed", true))
 	f.Add(makeZip(f, zipEntry{name: "word/document.xml", data: []byte("<a><b><c/></b></a>"), store: true}))
 	f.Add([]byte("PK\x03\x04"))
+	f.Add(hugeRunDOCX())
+	f.Add(hugeAttrDOCX())
+	f.Add(makeDOCX(f, documentXML("<![CDATA[cdata <text>]]> &amp; &#x263A; &bogus;"), false))
 	f.Fuzz(func(t *testing.T, data []byte) { checkFuzz(t, TypeDOCX, data) })
 }
 
@@ -62,6 +68,10 @@ func FuzzExtractHTML(f *testing.F) {
 	f.Add([]byte("<p>a<p>b<li>c<table><tr><td>d</table>"))
 	f.Add([]byte(strings.Repeat("<div>", 300)))
 	f.Add([]byte("<html><body><script>var x = '<div>';</script><b><i>x</b></i>"))
+	// The huge text node and attribute, at 1 MiB (a fuzz input is held
+	// whole; the 10 MiB forms are in the hostile corpus).
+	f.Add([]byte("<html><body><p>" + strings.Repeat("a", 1<<20) + "</p></body></html>"))
+	f.Add([]byte(`<html><body><div data-x="` + strings.Repeat("a", 1<<20) + `"><p>after</p></div></body></html>`))
 	f.Fuzz(func(t *testing.T, data []byte) { checkFuzz(t, TypeHTML, data) })
 }
 

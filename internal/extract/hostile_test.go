@@ -189,9 +189,10 @@ func TestHostileFilesBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkHostile reports the time and memory to answer each hostile file.
+// BenchmarkHostile reports the time and memory to answer each hostile file,
+// the one-huge-token files included (TestHugeTokensBounded checks those).
 func BenchmarkHostile(b *testing.B) {
-	for _, tt := range hostileCases(b) {
+	for _, tt := range append(hostileCases(b), hugeCases()...) {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

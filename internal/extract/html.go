@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"codeberg.org/readeck/go-readability/v2"
 	"codeberg.org/readeck/go-readability/v2/render"
@@ -21,11 +22,12 @@ const maxHTMLElements = 100_000
 // html extracts the article text of an HTML page with readability (the
 // readeck fork of go-readability), falling back to the whole body's text
 // when readability finds no article. Before any tree is built, a tokenizer
-// pass refuses more than maxHTMLElements elements; after parsing, the tree
-// depth is checked against MaxDepth, so readability only ever sees a
-// bounded tree.
+// pass (boundHTML) makes a bounded copy of the page, refusing more than
+// maxHTMLElements elements; after parsing, the tree depth is checked against
+// MaxDepth, so readability only ever sees a bounded tree.
 func (x *extractor) html(ctx context.Context, data []byte, out *sink) error {
-	if err := x.prescanHTML(ctx, data); err != nil {
+	data, err := x.boundHTML(ctx, data)
+	if err != nil {
 		return err
 	}
 	doc, err := html.Parse(bytes.NewReader(data))
@@ -65,29 +67,94 @@ func (x *extractor) html(ctx context.Context, data []byte, out *sink) error {
 	return nil
 }
 
-// prescanHTML counts start tags with the tokenizer (linear, checking ctx)
-// and refuses more than maxHTMLElements before any tree is built. Nesting
-// is left to the tree builder, which knows which tags close which (many
-// unclosed <a> or <p> are shallow in the tree): x/net/html refuses an open
-// element stack over 512, and checkTree applies MaxDepth to the result.
-func (x *extractor) prescanHTML(ctx context.Context, data []byte) error {
+// Bounds of the copy of an HTML document that is parsed into a tree. The
+// tree builder and readability copy every text node and attribute (a page
+// of one 10 MiB text node cost tens of megabytes per document); the copy
+// keeps what can reach the answer and no more.
+const (
+	// maxHTMLAttr: longer attribute values (data: URIs, inline state) are
+	// dropped; readability reads only short ones (class, id, href).
+	maxHTMLAttr = 2 << 10
+)
+
+// boundHTML tokenizes data (linear, checking ctx) into the copy that is
+// parsed: at most maxHTMLElements elements (more is refused); no comments,
+// scripts or styles; no attribute value over maxHTMLAttr; no text node
+// over MaxTextBytes and no more than twice MaxTextBytes of text in all
+// (the answer holds at most MaxTextBytes). Nesting is left to the tree
+// builder, which knows which tags close which (many unclosed <a> or <p> are
+// shallow in the tree): x/net/html refuses an open element stack over 512,
+// and checkTree applies MaxDepth to the result.
+func (x *extractor) boundHTML(ctx context.Context, data []byte) ([]byte, error) {
 	z := html.NewTokenizer(bytes.NewReader(data))
-	elements := 0
+	var out bytes.Buffer
+	out.Grow(min(len(data), 2*x.lim.MaxTextBytes))
+	elements, textLeft, skipText := 0, 2*x.lim.MaxTextBytes, false
 	for n := 1; ; n++ {
 		if n%1024 == 0 {
 			if err := x.check(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		switch z.Next() {
+		tt := z.Next()
+		switch tt {
 		case html.ErrorToken:
-			return nil // io.EOF: the tokenizer reports no other error on a bytes.Reader
+			return out.Bytes(), nil // io.EOF: the tokenizer reports no other error on a bytes.Reader
 		case html.StartTagToken, html.SelfClosingTagToken:
 			if elements++; elements > maxHTMLElements {
-				return fmt.Errorf("%w: more than %d HTML elements", ErrUnreadable, maxHTMLElements)
+				return nil, fmt.Errorf("%w: more than %d HTML elements", ErrUnreadable, maxHTMLElements)
 			}
+			skipText = writeTag(&out, z, tt)
+		case html.EndTagToken:
+			skipText = false
+			out.Write(z.Raw())
+		case html.DoctypeToken:
+			if raw := z.Raw(); len(raw) <= maxHTMLAttr {
+				out.Write(raw)
+			}
+		case html.TextToken:
+			if skipText || textLeft <= 0 {
+				continue
+			}
+			raw := z.Raw()
+			cut := min(len(raw), textLeft, x.lim.MaxTextBytes)
+			for cut < len(raw) && cut > 0 && !utf8.RuneStart(raw[cut]) {
+				cut--
+			}
+			out.Write(raw[:cut])
+			textLeft -= cut
 		}
 	}
+}
+
+// writeTag writes a start tag without its over-long attribute values, and
+// reports whether the element's text is to be skipped (script, style).
+func writeTag(out *bytes.Buffer, z *html.Tokenizer, tt html.TokenType) (skipText bool) {
+	name, more := z.TagName()
+	out.WriteByte('<')
+	out.Write(name)
+	for more {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		if len(val) > maxHTMLAttr {
+			continue
+		}
+		out.WriteByte(' ')
+		out.Write(key)
+		out.WriteString(`="`)
+		out.WriteString(html.EscapeString(string(val)))
+		out.WriteByte('"')
+	}
+	if tt == html.SelfClosingTagToken {
+		out.WriteString("/>")
+		return false
+	}
+	out.WriteByte('>')
+	switch string(name) {
+	case "script", "style", "template", "noscript":
+		return true
+	}
+	return false
 }
 
 // checkTree refuses a parsed tree deeper than MaxDepth, walking it without

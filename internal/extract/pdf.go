@@ -320,6 +320,9 @@ func parseCount(b []byte) (uint64, bool) {
 func (x *extractor) pageText(ctx context.Context, page, res pdf.Value, expanded *int64, out *sink) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if r == errFull {
+				return
+			}
 			if e, ok := r.(error); ok && (errors.Is(e, errTooBig) || errors.Is(e, ctx.Err())) {
 				err = e
 				return
@@ -357,6 +360,9 @@ func (x *extractor) pageText(ctx context.Context, page, res pdf.Value, expanded 
 	ops := 0
 	out.separate("\n")
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
+		if out.full() {
+			panic(errFull) // the text cap is reached: read no further
+		}
 		ops++
 		if ops%4096 == 0 {
 			if err := x.check(ctx); err != nil {
@@ -409,9 +415,10 @@ func (x *extractor) pageText(ctx context.Context, page, res pdf.Value, expanded 
 	return nil
 }
 
-// drain decompresses stream v once, counting its bytes against expanded and
-// checking ctx every chunk, so that Interpret later reads a stream whose
-// size is known to be within the limit. A value that is not a stream is
+// drain decompresses stream v once, counting its bytes against expanded,
+// checking ctx every chunk and following its tokens with a contentGuard, so
+// that Interpret later reads a stream whose size and tokens are known to be
+// within the limits. A value that is not a stream is
 // skipped.
 func (x *extractor) drain(ctx context.Context, v pdf.Value, expanded *int64) error {
 	if v.Kind() != pdf.Stream {
@@ -420,6 +427,7 @@ func (x *extractor) drain(ctx context.Context, v pdf.Value, expanded *int64) err
 	rc := v.Reader()
 	defer rc.Close()
 	buf := make([]byte, 32<<10)
+	var guard contentGuard
 	for {
 		if err := x.check(ctx); err != nil {
 			return err
@@ -428,6 +436,9 @@ func (x *extractor) drain(ctx context.Context, v pdf.Value, expanded *int64) err
 		*expanded -= int64(n)
 		if *expanded < 0 {
 			return fmt.Errorf("%w: %w: PDF streams over %d bytes", ErrUnreadable, errTooBig, x.lim.MaxExpandedBytes)
+		}
+		if gerr := guard.write(buf[:n]); gerr != nil {
+			return gerr
 		}
 		if err == io.EOF {
 			return nil
