@@ -137,7 +137,7 @@ export interface ChatMessage {
   content: string;
 }
 
-/** The body of `POST /api/chat` (CONTRACT.md section 4). */
+/** The body of `POST /api/chat` (docs/api.md). */
 export interface ChatRequest {
   messages: ChatMessage[];
   sources?: { title?: string; url?: string; text: string }[];

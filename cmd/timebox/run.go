@@ -111,7 +111,7 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 	return c, nil
 }
 
-// chatResponse is the 200 body of POST /api/chat (CONTRACT.md section 4).
+// chatResponse is the 200 body of POST /api/chat (docs/api.md).
 type chatResponse struct {
 	Answer       string `json:"answer"`
 	FinishReason string `json:"finishReason"`

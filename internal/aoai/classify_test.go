@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recorded reads one error body from shared/fixtures/aoai (beside the
-// checkout): the response body, or the body of a variant.
+// recorded reads one error body from the recordings the simulator is
+// checked against (internal/aoaitest/testdata/aoai): the response body, or
+// the body of a variant.
 func recorded(t *testing.T, file string, variant int) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "fixtures", "aoai", file))
-	require.NoError(t, err, "shared/fixtures/aoai must sit beside the checkout")
+	b, err := os.ReadFile(filepath.Join("..", "aoaitest", "testdata", "aoai", file))
+	require.NoError(t, err)
 	var f struct {
 		Response struct {
 			Body json.RawMessage `json:"body"`

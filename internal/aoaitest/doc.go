@@ -1,5 +1,5 @@
 // Package aoaitest simulates an Azure OpenAI resource's chat completions
-// endpoint, faithfully to the wire recordings in shared/fixtures/aoai: the
+// endpoint, faithfully to the wire recordings in internal/aoaitest/testdata/aoai: the
 // fake the rest of timebox is tested against (pkgsite's proxytest, grown
 // up). A *Server is an http.Handler: mount it in httptest.NewServer, serve it
 // on an internal/memnet listener inside a testing/synctest bubble, or run it

@@ -23,24 +23,14 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 )
 
-// fixtureDir finds shared/fixtures/aoai beside the module root: the repo is
-// checked out with shared/ next to it, both here and in CI.
+// fixtureDir is where the recordings live: in the repository, each file
+// naming its source (see testdata/aoai/README.md).
 func fixtureDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's directory")
-		dir = parent
-	}
-	fixtures := filepath.Join(dir, "..", "shared", "fixtures", "aoai")
-	_, err = os.Stat(fixtures)
-	require.NoError(t, err, "the Azure OpenAI recordings must sit at <module root>/../shared/fixtures/aoai (shared/ beside the checkout)")
-	return fixtures
+	dir := filepath.Join("testdata", "aoai")
+	_, err := os.Stat(dir)
+	require.NoError(t, err, "the Azure OpenAI recordings live in internal/aoaitest/testdata/aoai")
+	return dir
 }
 
 // fixture is the union of the fields the recordings use.
@@ -257,6 +247,40 @@ func TestFixturesAreAllCovered(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".json") {
 			assert.True(t, slices.Contains(covered, e.Name()), "fixture %s has no agreement test", e.Name())
+		}
+	}
+}
+
+// TestFixturesNameTheirSource keeps every recording traceable: a file-level
+// source (or sources), or a source on each of its variants. A recording with
+// no source is an invention, and the simulator must not be judged against one.
+func TestFixturesNameTheirSource(t *testing.T) {
+	entries, err := os.ReadDir(fixtureDir(t))
+	require.NoError(t, err)
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(fixtureDir(t), e.Name()))
+		require.NoError(t, err)
+		var f struct {
+			Fidelity string            `json:"fidelity"`
+			Source   json.RawMessage   `json:"source"`
+			Sources  json.RawMessage   `json:"sources"`
+			Variants []json.RawMessage `json:"variants"`
+		}
+		require.NoError(t, json.Unmarshal(b, &f), e.Name())
+		assert.NotEmpty(t, f.Fidelity, "%s says how faithful it is", e.Name())
+		if f.Source != nil || f.Sources != nil {
+			continue
+		}
+		require.NotEmpty(t, f.Variants, "%s names no source", e.Name())
+		for i, raw := range f.Variants {
+			var v struct {
+				Source string `json:"source"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &v))
+			assert.NotEmpty(t, v.Source, "%s variant %d names no source", e.Name(), i)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // This file holds the JSON shapes of the wire, request and response, in the
-// key order of the recordings in shared/fixtures/aoai.
+// key order of the recordings in internal/aoaitest/testdata/aoai.
 
 // chatRequest is the part of a chat completions request the simulator reads.
 type chatRequest struct {

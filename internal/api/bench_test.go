@@ -18,7 +18,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
-// recordedBody is the body of shared/fixtures/aoai/chat_200_success_apikey.json.
+// recordedBody is the body of internal/aoaitest/testdata/aoai/chat_200_success_apikey.json.
 const recordedBody = `{"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"self_harm":{"filtered":false,"severity":"safe"},"sexual":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}},"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"1, 2, 3, 4, 5, 6, 7, 8, 9, 10.","role":"assistant"}}],"created":1738701397,"id":"Sanitized","model":"gpt-4","object":"chat.completion","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"self_harm":{"filtered":false,"severity":"safe"},"sexual":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}}}],"system_fingerprint":null,"usage":{"completion_tokens":29,"prompt_tokens":42,"total_tokens":71}}`
 
 // instant is an upstream that answers at once with the recorded body, so

@@ -22,7 +22,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
-// Every code of CONTRACT.md section 4 that the chat route can give without
+// Every code of docs/api.md that the chat route can give without
 // documents or pages, through the real handler, the real azcore client and
 // the simulator.
 func TestErrorTable(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
-// The recorded exchange in shared/fixtures/aoai/chat_200_success_apikey.json
+// The recorded exchange in internal/aoaitest/testdata/aoai/chat_200_success_apikey.json
 // (gpt-4-0613) reports usage.prompt_tokens = 42 for this one user message.
 const fixturePrompt = "Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."
 
