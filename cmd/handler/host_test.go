@@ -16,7 +16,7 @@ import (
 )
 
 // The Functions host reads host.json and <folder>/function.json; these are
-// the invariants timebox relies on (README, "How a deployment is laid out").
+// the invariants timebox relies on (docs/deploy.md, "How a deployment is laid out").
 func TestHostContract(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var host struct {

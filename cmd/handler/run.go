@@ -24,7 +24,7 @@ var version = "dev"
 // budget) and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
-		return fmt.Errorf("handler takes no arguments; it is configured by environment (see README.md)")
+		return fmt.Errorf("handler takes no arguments; it is configured by environment (see docs/operations.md)")
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
