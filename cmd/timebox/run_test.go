@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/timebox-dev/timebox/internal/client"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
@@ -78,10 +79,10 @@ func (a *scriptedApp) count() int {
 // fake server's waits and the CLI's timers all run on virtual time.
 func inBubble(t *testing.T, a *scriptedApp, args ...string) (stdout, stderr string, elapsed time.Duration, err error) {
 	synctest.Test(t, func(t *testing.T) {
-		_, client := memnet.Serve(t, a)
+		_, hc := memnet.Serve(t, a)
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		err = runWith(t.Context(), append([]string{"ask", "--url", "http://app.test"}, args...), noEnv, &out, &errOut, client)
+		err = runWith(t.Context(), append([]string{"ask", "--url", "http://app.test"}, args...), noEnv, &out, &errOut, hc)
 		elapsed = time.Since(start)
 		stdout, stderr = out.String(), errOut.String()
 	})
@@ -176,13 +177,13 @@ func TestHealth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &scriptedApp{steps: tt.steps}
 			synctest.Test(t, func(t *testing.T) {
-				_, client := memnet.Serve(t, a)
+				_, hc := memnet.Serve(t, a)
 				var out, errOut bytes.Buffer
-				err := runWith(t.Context(), []string{"health", "--url", "http://app.test", "--key", "k1"}, noEnv, &out, &errOut, client)
+				err := runWith(t.Context(), []string{"health", "--url", "http://app.test", "--key", "k1"}, noEnv, &out, &errOut, hc)
 				if tt.wantErr == "" {
 					require.NoError(t, err, errOut.String())
 				} else {
-					var ce *CallError
+					var ce *client.CallError
 					require.ErrorAs(t, err, &ce)
 					assert.Equal(t, tt.wantErr, ce.Code)
 				}
@@ -218,7 +219,7 @@ func TestTwoFastFailuresThenSuccess(t *testing.T) {
 func TestSlowGatewayErrorIsSentOnce(t *testing.T) {
 	a := &scriptedApp{steps: []step{{wait: 40 * time.Second, status: 504, body: "Gateway Timeout"}, {status: 200, body: answerJSON}}}
 	out, errOut, elapsed, err := inBubble(t, a, "hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 1, a.count())
 	assert.Equal(t, 40*time.Second, elapsed)
@@ -233,7 +234,7 @@ func TestSlowGatewayErrorIsSentOnce(t *testing.T) {
 func TestLastAttemptIsNeverRetried(t *testing.T) {
 	a := &scriptedApp{steps: []step{{status: 503, body: errorJSON("upstream_unavailable", "The AI service is busy.")}}}
 	_, _, _, err := inBubble(t, a, "--attempts", "2", "hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 2, a.count())
 	assert.Equal(t, retry.ReasonLastAttempt, ce.Reason)
@@ -244,7 +245,7 @@ func TestLastAttemptIsNeverRetried(t *testing.T) {
 func TestShouldNotRetry(t *testing.T) {
 	a := &scriptedApp{steps: []step{{wait: 2900 * time.Millisecond, status: 500, header: map[string]string{"x-should-retry": "false"}, body: errorJSON("deadline_exceeded", "The answer took too long.")}}}
 	_, _, _, err := inBubble(t, a, "hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 1, a.count())
 	assert.True(t, ce.Timeout, "deadline_exceeded is a timeout")
@@ -264,7 +265,7 @@ func TestRetryAfterIsWaitedExactly(t *testing.T) {
 func TestWaitTooLongSaysWhenToTryAgain(t *testing.T) {
 	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorJSON("rate_limited", "Too many requests.")}}}
 	_, errOut, _, err := inBubble(t, a, "hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 1, a.count())
 	assert.Equal(t, 120*time.Second, ce.RetryAfter)
@@ -292,7 +293,7 @@ func TestAttemptTimeoutShrinksToTheDeadline(t *testing.T) {
 func TestHangingAttemptEndsAtItsTimeoutAndIsNotRetried(t *testing.T) {
 	a := &scriptedApp{steps: []step{{wait: time.Hour, status: 200, body: answerJSON}}}
 	_, errOut, elapsed, err := inBubble(t, a, "--attempt-timeout", "40s", "hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 1, a.count())
 	assert.Equal(t, 40*time.Second, elapsed)
@@ -306,7 +307,7 @@ func TestFastNetworkErrorIsRetried(t *testing.T) {
 		a := &scriptedApp{steps: []step{{status: 200, body: answerJSON}}}
 		l, _ := memnet.Serve(t, a)
 		dials := 0
-		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials++
 			if dials == 1 {
 				return nil, errors.New("connection refused")
@@ -314,22 +315,22 @@ func TestFastNetworkErrorIsRetried(t *testing.T) {
 			return l.DialContext(ctx, network, addr)
 		}}}
 		var errOut bytes.Buffer
-		err := runWith(t.Context(), []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, &errOut, client)
+		err := runWith(t.Context(), []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, &errOut, hc)
 		require.NoError(t, err)
 		assert.Equal(t, 1, a.count())
 		assert.Regexp(t, `^attempt 1: network error \(.*connection refused\) in 0s -> retry after \d+ms\nattempt 2: status 200`, errOut.String())
-		client.CloseIdleConnections()
+		hc.CloseIdleConnections()
 	})
 }
 
 func TestInterruptStopsTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "20"}}, {status: 200, body: answerJSON}}}
-		_, client := memnet.Serve(t, a)
+		_, hc := memnet.Serve(t, a)
 		ctx, cancel := context.WithCancelCause(t.Context())
 		time.AfterFunc(5*time.Second, func() { cancel(errors.New("interrupted")) })
 		start := time.Now()
-		err := runWith(ctx, []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, io.Discard, client)
+		err := runWith(ctx, []string{"ask", "--url", "http://app.test", "hi"}, noEnv, io.Discard, io.Discard, hc)
 		assert.EqualError(t, err, "ask: interrupted")
 		assert.Equal(t, 5*time.Second, time.Since(start))
 		assert.Equal(t, 1, a.count())

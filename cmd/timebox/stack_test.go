@@ -14,6 +14,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/client"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/retry"
@@ -45,7 +46,7 @@ func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests 
 		h := a.Handler
 
 		var n atomic.Int64
-		_, client := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/api/chat" {
 				n.Add(1)
 			}
@@ -54,7 +55,7 @@ func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests 
 
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		err = runWith(t.Context(), args, noEnv, &out, &errOut, client)
+		err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
 		elapsed = time.Since(start)
 		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
 	})
@@ -79,7 +80,7 @@ func TestStackHealth(t *testing.T) {
 
 func TestStackHangPastTheBudgetIsAskedOnce(t *testing.T) {
 	_, errOut, n, elapsed, err := askTheStack(t, "[[sim:hang]] hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.EqualValues(t, 1, n, "a 500 is never retried")
 	assert.Equal(t, 500, ce.Status)
@@ -102,7 +103,7 @@ func TestStackTwoFast503sThenSuccess(t *testing.T) {
 
 func TestStackSlowFailureIsAskedOnce(t *testing.T) {
 	_, _, n, elapsed, err := askTheStack(t, "[[sim:status code=503 after=31000]] hi")
-	var ce *CallError
+	var ce *client.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.EqualValues(t, 1, n)
 	assert.Equal(t, 500, ce.Status)

@@ -1,0 +1,199 @@
+// Package client is the Go twin of @timebox/client (client/src): it calls a
+// timebox Function App with the fast-failure retry rule of package retry (a
+// failed attempt is retried only when it came back fast, with a status the
+// rule retries, and a wait that fits the time left), and turns the attempt
+// that ends a call into a readable *CallError. The CLI (cmd/timebox) is its
+// user.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/retry"
+)
+
+// maxBody caps what is read of one response.
+const maxBody = 4 << 20
+
+// Client calls one Function App. Its fields are read, never changed, by
+// Call, so one Client serves calls at once.
+type Client struct {
+	// BaseURL is the Function App's base URL, without a trailing slash.
+	BaseURL string
+	// Key is sent as x-functions-key when set; Token as a bearer token.
+	Key, Token string
+	// HTTP sends the requests; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Policy is the retry rule's settings.
+	Policy retry.Policy
+	// Timeout bounds a whole call, every attempt and wait included.
+	Timeout time.Duration
+	// AttemptTimeout bounds one attempt (shrunk to the time left) and is
+	// sent as x-client-timeout-ms, so the server answers before it runs out.
+	AttemptTimeout time.Duration
+	// Log gets one line per attempt, and where the server says the last
+	// attempt's time went; nil means no lines.
+	Log io.Writer
+}
+
+// Result is the answer of a call that succeeded (2xx).
+type Result struct {
+	Status   int
+	Header   http.Header
+	Body     []byte
+	Attempts int           // attempts made, the first included
+	Elapsed  time.Duration // the whole call, waits included
+}
+
+// Call sends method path (with body, JSON, when not nil) under the rule. It
+// returns the 2xx Result, or the *CallError of the attempt that ended the
+// call, or the cause of ctx when ctx ended first.
+func (c *Client) Call(ctx context.Context, method, path string, body []byte) (Result, error) {
+	start := time.Now()
+	deadline := start.Add(c.Timeout)
+	for n := 1; ; n++ {
+		// The attempt may use no more than the time left, and tells the
+		// server so: the server answers before x-client-timeout-ms runs out.
+		attemptTimeout := max(min(c.AttemptTimeout, time.Until(deadline)), time.Millisecond)
+		a := c.attempt(ctx, method, path, body, attemptTimeout)
+		if ctx.Err() != nil {
+			return Result{}, context.Cause(ctx)
+		}
+		if a.status >= 200 && a.status < 300 {
+			c.logf("attempt %d: status %d in %s -> success\n", n, a.status, a.elapsed.Round(time.Millisecond))
+			return Result{Status: a.status, Header: a.header, Body: a.body, Attempts: n, Elapsed: time.Since(start)}, nil
+		}
+		now := time.Now()
+		d := c.Policy.Decide(retry.Attempt{Number: n, Elapsed: a.elapsed, Status: a.status, Header: a.header, Remaining: deadline.Sub(now), Now: now})
+		c.logf("attempt %d: %s in %s -> %s\n", n, a.describe(), a.elapsed.Round(time.Millisecond), describe(d))
+		if !d.Retry {
+			if c.Log != nil {
+				PrintServerTiming(c.Log, a.header)
+			}
+			return Result{}, a.callError(n, time.Since(start), d, attemptTimeout)
+		}
+		t := time.NewTimer(d.Wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return Result{}, context.Cause(ctx)
+		}
+	}
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format, args...)
+	}
+}
+
+// PrintServerTiming prints where the server says an attempt's time went
+// (its Server-Timing header: "upstream;dur=812.0, total;dur=815.2"), so an
+// operator sees at once whether Azure OpenAI or timebox was slow.
+func PrintServerTiming(w io.Writer, h http.Header) {
+	var parts []string
+	for _, entry := range strings.Split(h.Get("Server-Timing"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(entry), ";")
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok && name != "" {
+				parts = append(parts, name+" "+v+" ms")
+			}
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "server timing: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// attemptResult is what one attempt brought back.
+type attemptResult struct {
+	status   int // 0: network error or attempt timeout
+	header   http.Header
+	body     []byte
+	elapsed  time.Duration
+	err      error
+	timedOut bool
+	errBody  ErrorBody
+}
+
+func (c *Client) attempt(ctx context.Context, method, path string, body []byte, timeout time.Duration) attemptResult {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return attemptResult{err: err}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "timebox-cli")
+	req.Header.Set("x-client-timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10))
+	if c.Key != "" {
+		req.Header.Set("x-functions-key", c.Key)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	start := time.Now()
+	resp, err := hc.Do(req)
+	var r attemptResult
+	if err == nil {
+		r.body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		_ = resp.Body.Close()
+		if err == nil {
+			r.status, r.header = resp.StatusCode, resp.Header
+			_ = json.Unmarshal(r.body, &r.errBody)
+		}
+	}
+	r.elapsed = time.Since(start)
+	if err != nil {
+		// A network error, or the attempt's own timeout, before or during
+		// the body: both are status 0 for the rule.
+		r.status, r.header, r.body, r.err = 0, nil, nil, err
+		r.timedOut = errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	}
+	return r
+}
+
+func (r attemptResult) describe() string {
+	switch {
+	case r.timedOut:
+		return "no answer (attempt timeout)"
+	case r.status == 0:
+		return fmt.Sprintf("network error (%v)", r.err)
+	case r.errBody.Error.Code != "":
+		return fmt.Sprintf("status %d %s", r.status, r.errBody.Error.Code)
+	}
+	return fmt.Sprintf("status %d", r.status)
+}
+
+func describe(d retry.Decision) string {
+	switch d.Reason {
+	case retry.ReasonRetry:
+		return fmt.Sprintf("retry after %s", d.Wait.Round(time.Millisecond))
+	case retry.ReasonWaitTooLong:
+		return fmt.Sprintf("stop: %s (%s)", d.Reason, d.Wait.Round(time.Millisecond))
+	case retry.ReasonSlowFailure:
+		return fmt.Sprintf("stop: %s, a timeout", d.Reason)
+	}
+	return fmt.Sprintf("stop: %s", d.Reason)
+}

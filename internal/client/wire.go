@@ -1,0 +1,32 @@
+package client
+
+// This file holds the JSON bodies of timebox's routes that the client reads.
+
+// ChatResponse is the 200 body of POST /api/chat (docs/api.md).
+type ChatResponse struct {
+	Answer       string `json:"answer"`
+	FinishReason string `json:"finishReason"`
+	Usage        struct {
+		PromptTokens     int `json:"promptTokens"`
+		CompletionTokens int `json:"completionTokens"`
+		TotalTokens      int `json:"totalTokens"`
+	} `json:"usage"`
+	RequestID        string  `json:"requestId"`
+	ElapsedMs        float64 `json:"elapsedMs"`
+	UpstreamAttempts int     `json:"upstreamAttempts"`
+}
+
+// Health is the 200 body of GET /api/health.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
+// ErrorBody is the error body of every timebox route.
+type ErrorBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"requestId"`
+	} `json:"error"`
+}
