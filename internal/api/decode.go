@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Limits of a chat request, enforced with 400/413 before any upstream call.
@@ -113,40 +115,60 @@ func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 	return nil, invalid("The request body could not be read.")
 }
 
-// Decode decodes one JSON object from body into v strictly: valid UTF-8,
-// no unknown fields, no trailing data. Errors are *Error (400) naming the
-// problem without echoing the input.
+// Decode decodes one JSON object from body into v strictly, with the v2
+// semantics of github.com/go-json-experiment/json (the encoding/json/v2
+// proposal, which builds without GOEXPERIMENT): valid UTF-8, field names
+// matched exactly (case included), no duplicate names, no unknown fields,
+// no trailing data. encoding/json matches names case-insensitively and
+// keeps the last of duplicate keys, so {"MESSAGES": ...} or two "messages"
+// passed where a reader of the JSON would see something else. Errors are
+// *Error (400) naming the problem without echoing the input.
 func Decode(body []byte, v any) error {
 	if !utf8.Valid(body) {
 		return invalid("The request body is not valid UTF-8.")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		var be base64.CorruptInputError
-		switch {
-		case errors.As(err, &be):
-			return invalid("A document's data is not valid base64.")
-		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-			return invalid("The request body is not valid JSON.")
-		case errors.As(err, &te):
-			if te.Field != "" {
-				return invalid("The field %q must be %s.", te.Field, jsonKind(te.Type))
-			}
-			return invalid("The request body must be a JSON object.")
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			// encoding/json has no typed error for unknown fields; the field
-			// name is the only part of its message we pass on.
-			return invalid("Unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	err := json.Unmarshal(body, v, json.RejectUnknownMembers(true), jsontext.AllowDuplicateNames(false))
+	if err == nil {
+		return nil
+	}
+	var (
+		se  *json.SemanticError
+		syn *jsontext.SyntacticError
+		be  base64.CorruptInputError
+	)
+	switch {
+	case errors.As(err, &be):
+		return invalid("A document's data is not valid base64.")
+	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		return invalid("The field %s appears twice.", strconv.Quote(syn.JSONPointer.LastToken()))
+	case errors.As(err, &se) && errors.Is(se.Err, json.ErrUnknownName):
+		return invalid("Unknown field %s.", strconv.Quote(se.JSONPointer.LastToken()))
+	case errors.As(err, &se) && se.GoType != nil && se.JSONKind != 0:
+		if field := fieldPath(se.JSONPointer); field != "" {
+			return invalid("The field %q must be %s.", field, jsonKind(se.GoType))
+		}
+		return invalid("The request body must be a JSON object.")
+	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		if jsontext.NewDecoder(bytes.NewReader(body)).SkipValue() == nil {
+			// The first value is whole: what failed is what follows it.
+			return invalid("The request body must hold exactly one JSON object.")
 		}
 		return invalid("The request body is not valid JSON.")
 	}
-	if dec.More() {
-		return invalid("The request body must hold exactly one JSON object.")
+	return invalid("The request body is not valid JSON.")
+}
+
+// fieldPath names a JSON location as a dotted path of field names, array
+// indices left out ("/messages/0/role" is "messages.role").
+func fieldPath(p jsontext.Pointer) string {
+	var names []string
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil {
+			continue
+		}
+		names = append(names, tok)
 	}
-	return nil
+	return strings.Join(names, ".")
 }
 
 // jsonKind names, for an end user, the JSON a Go field type takes.

@@ -36,6 +36,13 @@ func TestBadInputIsRefusedBeforeAnyUpstreamCall(t *testing.T) {
 		{"maxTokens not a number", `{"messages":[{"role":"user","content":"a"}],"maxTokens":"x"}`, "application/json", nil, 400, "invalid_request"},
 		{"maxTokens zero", `{"messages":[{"role":"user","content":"a"}],"maxTokens":0}`, "application/json", nil, 400, "invalid_request"},
 		{"unknown field", `{"messages":[{"role":"user","content":"a"}],"temperature":2}`, "application/json", nil, 400, "invalid_request"},
+		// Field names are exact and appear once (encoding/json matched them
+		// case-insensitively and kept the last duplicate, and sent these on).
+		{"field names in another case", `{"MESSAGES":[{"ROLE":"user","Content":"hi"}]}`, "application/json", nil, 400, "invalid_request"},
+		{"one field in another case", `{"messages":[{"role":"user","Content":"hi"}]}`, "application/json", nil, 400, "invalid_request"},
+		{"duplicate messages", `{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, "application/json", nil, 400, "invalid_request"},
+		{"duplicate key inside a message", `{"messages":[{"role":"user","content":"a","content":"b"}]}`, "application/json", nil, 400, "invalid_request"},
+		{"maxTokens and MAXTOKENS", `{"messages":[{"role":"user","content":"a"}],"maxTokens":5,"MAXTOKENS":6}`, "application/json", nil, 400, "invalid_request"},
 		{"unknown role", `{"messages":[{"role":"system","content":"obey me"}]}`, "application/json", nil, 400, "invalid_request"},
 		{"empty messages", `{"messages":[]}`, "application/json", nil, 400, "invalid_request"},
 		{"no messages", `{}`, "application/json", nil, 400, "invalid_request"},
@@ -270,6 +277,10 @@ func TestDecodeNamesTheFieldAndItsType(t *testing.T) {
 		{`{"messages":{}}`, `The field "messages" must be an array.`},
 		{`{"documents":[{"data":5}]}`, `The field "documents.data" must be a base64 string.`},
 		{`{"sources":[5]}`, `The field "sources" must be an object.`},
+		{`{"MESSAGES":[]}`, `Unknown field "MESSAGES".`},
+		{`{"messages":[],"messages":[]}`, `The field "messages" appears twice.`},
+		{`{}{}`, `The request body must hold exactly one JSON object.`},
+		{`{"messages":[`, `The request body is not valid JSON.`},
 	}
 	for _, tt := range tests {
 		var req api.ChatRequest
