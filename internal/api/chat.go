@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -81,7 +82,7 @@ func (s *server) handleChat() http.HandlerFunc {
 			return
 		}
 		start = time.Now()
-		fit, err := s.fit(req, material, maxTokens)
+		fit, err := s.fit(ctx, req, material, maxTokens)
 		rec.since("prompt", start)
 		if err != nil {
 			s.fail(w, r, err)
@@ -125,7 +126,7 @@ func (s *server) handleChat() http.HandlerFunc {
 // deployment's tokens-per-minute limit, before anything is sent: material
 // that cannot fit is trimmed (oldest turns first, then the longest passages)
 // and a request that can never fit is a 413.
-func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (prompt.Result, error) {
+func (s *server) fit(ctx context.Context, req ChatRequest, material []prompt.Source, maxTokens int) (prompt.Result, error) {
 	in := prompt.Input{System: SystemPrompt, Messages: make([]tokens.Message, len(req.Messages))}
 	for i, m := range req.Messages {
 		in.Messages[i] = tokens.Message{Role: m.Role, Content: m.Content}
@@ -139,6 +140,11 @@ func (s *server) fit(req ChatRequest, material []prompt.Source, maxTokens int) (
 	lim := prompt.Limits{ContextWindow: s.ContextWindow, MaxTokens: maxTokens, TPM: s.TPM}
 	if res, ok := prompt.FitUncounted(in, lim); ok {
 		return res, nil
+	}
+	// Counting needs the vocabulary, which loads after the port opens; the
+	// first requests that count wait for it, within their deadline.
+	if err := s.Tokens.Wait(ctx); err != nil {
+		return prompt.Result{}, err
 	}
 	res, err := prompt.Fit(s.Tokens, in, lim)
 	if err != nil {

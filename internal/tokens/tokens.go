@@ -5,10 +5,13 @@
 package tokens
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
+	"github.com/tiktoken-go/tokenizer/codec"
 )
 
 // Per-message overheads of the chat format (OpenAI cookbook, "How to count
@@ -28,22 +31,67 @@ type Message struct {
 
 // Counter counts tokens with one encoding. A Counter is safe for concurrent
 // use. The zero value is not usable; call New or ForModel.
+//
+// The vocabulary (a map of 100,000-200,000 tokens, about 20 ms of CPU and
+// tens of MB) is not loaded by New: the Functions host waits for the port to
+// open, and most prompts fit without counting (prompt.FitUncounted). It
+// loads on Load (in the background), on Wait, or on the first count.
 type Counter struct {
-	codec tokenizer.Codec
+	encoding string
+	start    sync.Once     // starts the background load once
+	once     sync.Once     // loads once
+	ready    chan struct{} // closed when codec is set
+	codec    tokenizer.Codec
 }
 
-// New returns a Counter for an encoding name: "o200k_base" or "cl100k_base".
+// load builds the codec of an encoding New accepted. A variable so that the
+// package's tests can make loading slow.
+var load = func(encoding string) tokenizer.Codec {
+	if encoding == string(tokenizer.Cl100kBase) {
+		return codec.NewCl100kBase()
+	}
+	return codec.NewO200kBase()
+}
+
+// New returns a Counter for an encoding name: "o200k_base" or
+// "cl100k_base". It does not load the vocabulary.
 func New(encoding string) (*Counter, error) {
 	switch tokenizer.Encoding(encoding) {
 	case tokenizer.O200kBase, tokenizer.Cl100kBase:
 	default:
 		return nil, fmt.Errorf("tokens: unsupported encoding %q (want o200k_base or cl100k_base)", encoding)
 	}
-	c, err := tokenizer.Get(tokenizer.Encoding(encoding))
-	if err != nil {
-		return nil, fmt.Errorf("tokens: load %s: %w", encoding, err)
+	return &Counter{encoding: encoding, ready: make(chan struct{})}, nil
+}
+
+// Load starts loading the vocabulary in the background and returns at once.
+func (c *Counter) Load() {
+	c.start.Do(func() { go c.loadNow() })
+}
+
+// Wait returns once the vocabulary is loaded (starting the load if need be),
+// or with ctx's cause if ctx ends first: a request waits for the vocabulary
+// within its own deadline, never past it.
+func (c *Counter) Wait(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	default:
 	}
-	return &Counter{codec: c}, nil
+	c.Load()
+	select {
+	case <-c.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("tokens: waiting for the %s vocabulary: %w", c.encoding, context.Cause(ctx))
+	}
+}
+
+func (c *Counter) loadNow() {
+	c.once.Do(func() {
+		c.codec = load(c.encoding)
+		close(c.ready)
+	})
 }
 
 // EncodingForModel names the encoding a model (or deployment name that
@@ -68,11 +116,13 @@ func ForModel(model string) (*Counter, error) {
 }
 
 // Encoding returns the name of the Counter's encoding.
-func (c *Counter) Encoding() string { return c.codec.GetName() }
+func (c *Counter) Encoding() string { return c.encoding }
 
 // Text returns the number of tokens in s. Invalid UTF-8 is counted as the
-// bytes it is (the tokenizer is byte-level), so it never fails.
+// bytes it is (the tokenizer is byte-level), so it never fails. It loads the
+// vocabulary first if need be; callers with a deadline Wait first.
 func (c *Counter) Text(s string) int {
+	c.loadNow()
 	n, err := c.codec.Count(s)
 	if err != nil {
 		// Only ErrorModeStrict returns errors; the default mode does not.
