@@ -87,6 +87,16 @@ func (c *Counter) Wait(ctx context.Context) error {
 	}
 }
 
+// Loaded reports whether the vocabulary is loaded.
+func (c *Counter) Loaded() bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *Counter) loadNow() {
 	c.once.Do(func() {
 		c.codec = load(c.encoding)
