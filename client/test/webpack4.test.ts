@@ -28,3 +28,20 @@ test('every module of the built package parses as webpack 4 parses it', async ()
     assert.doesNotThrow(() => Parser.parse(code, webpack4), `dist/${f}`);
   }
 });
+
+// A web part bundles the client's runtime dependencies too: each must parse
+// as webpack 4 parses it (eventsource-parser ships ES2019-level syntax).
+test("every module of the client's runtime dependencies parses as webpack 4 parses it", async () => {
+  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies?: Record<string, string> };
+  const deps = Object.keys(pkg.dependencies ?? {});
+  assert.ok(deps.length > 0);
+  for (const dep of deps) {
+    const dir = new URL(`../../node_modules/${dep}/dist/`, import.meta.url);
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.js'));
+    assert.ok(files.length > 0, `${dep}: no dist/*.js`);
+    for (const f of files) {
+      const code = await readFile(new URL(f, dir), 'utf8');
+      assert.doesNotThrow(() => Parser.parse(code, webpack4), `${dep}/dist/${f}`);
+    }
+  }
+});
