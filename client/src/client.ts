@@ -1,10 +1,14 @@
 import { decide, serverWaitMs, type Decision, type HeaderReader, type Reason, type RetryPolicy } from './rule.js';
+import { raceAbort } from './abort.js';
+import { CallbackError, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
 
 /** The response shape the client needs: the browser's Response and SPFx's HttpClientResponse both match it. */
 export interface ResponseLike {
   readonly ok: boolean;
   readonly status: number;
   readonly headers: HeaderReader;
+  /** The body as a byte stream (fetch's Response has it); without it a stream is read whole, at the end. */
+  readonly body?: ReadableStream<Uint8Array> | null;
   text(): Promise<string>;
 }
 
@@ -83,12 +87,16 @@ export const systemClock: Clock = {
 export interface AttemptEvent {
   /** 1-based attempt number. */
   attempt: number;
-  /** HTTP status, or 0 for a network error or an attempt timeout. */
+  /** HTTP status, or 0 for a network error or an attempt timeout (a stream that had started keeps its 200). */
   status: number;
   /** How long the attempt took, in ms. */
   elapsedMs: number;
-  /** 'success' for a 2xx, else the rule's reason. */
-  decision: 'success' | Reason;
+  /**
+   * 'success' for a 2xx (for a stream: its `done`), 'cancelled' when the
+   * caller's signal ended the attempt, 'stream_failed' when a stream that had
+   * started ended otherwise (never retried), else the rule's reason.
+   */
+  decision: 'success' | 'cancelled' | 'stream_failed' | Reason;
   /** True when another attempt follows. */
   retry: boolean;
   /** The pause before the next attempt (or the wait that did not fit), in ms. */
@@ -131,6 +139,18 @@ export interface CallOptions {
   onAttempt?: (event: AttemptEvent) => void;
 }
 
+/** Options of {@link TimeboxClient.chatStream}. */
+export interface StreamCallOptions extends CallOptions {
+  /**
+   * Hears each piece of the answer as it arrives, with the whole text so far.
+   * An exception it throws ends the stream, and the call rejects with it.
+   */
+  onDelta?: DeltaHandler;
+}
+
+/** What {@link TimeboxClient.chatEvents} yields: the pieces, then the whole answer. */
+export type ChatStreamEvent = { type: 'delta'; text: string } | { type: 'done'; response: ChatResponse };
+
 /** A chat message; the system prompt is the server's. */
 export interface ChatMessage {
   role: 'user' | 'assistant';
@@ -172,7 +192,15 @@ export interface TimeboxErrorDetails {
   elapsedMs: number;
   retryAfterMs?: number;
   timeout: boolean;
-  reason: Reason | 'invalid_response';
+  reason: Reason | 'invalid_response' | 'stream_failed';
+  partial?: PartialAnswer;
+}
+
+/** The text the model had written when the call failed (the budget ran out, or a stream broke). */
+export interface PartialAnswer {
+  answer: string;
+  /** Tokens in `answer`, when the server counted them (the JSON 500 does; a stream's `error` event does not). */
+  completionTokens?: number;
 }
 
 /**
@@ -196,8 +224,10 @@ export class TimeboxError extends Error implements TimeboxErrorDetails {
   readonly retryAfterMs?: number;
   /** True when the call ended in a timeout: a slow failure, the server's deadline_exceeded, or an attempt timeout. */
   readonly timeout: boolean;
-  /** The rule's reason for stopping. */
-  readonly reason: Reason | 'invalid_response';
+  /** The rule's reason for stopping; 'stream_failed' when a stream that had started ended without its answer. */
+  readonly reason: Reason | 'invalid_response' | 'stream_failed';
+  /** The answer as far as it got, when the server had text when it gave up (or a stream had delivered some). */
+  readonly partial?: PartialAnswer;
 
   constructor(message: string, d: TimeboxErrorDetails) {
     super(message);
@@ -211,10 +241,18 @@ export class TimeboxError extends Error implements TimeboxErrorDetails {
     this.retryAfterMs = d.retryAfterMs;
     this.timeout = d.timeout;
     this.reason = d.reason;
+    if (d.partial) this.partial = d.partial;
   }
 }
 
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 230_000;
+
+/**
+ * Reads the body of a 2xx. It rejects with a {@link StreamFailure} when the
+ * answer had started and cannot be completed (never retried), and with any
+ * other error when nothing was delivered (judged as a network error).
+ */
+type OkReader<T> = (response: ResponseLike, signal: AbortSignal) => Promise<T>;
 
 /** Calls a timebox Function App, retrying only fast failures. */
 export class TimeboxClient {
@@ -229,13 +267,94 @@ export class TimeboxClient {
     return this.send<ChatResponse>('POST', '/api/chat', request, options);
   }
 
+  /**
+   * Asks `POST /api/chat` for a stream (`Accept: text/event-stream`):
+   * `onDelta` hears the answer as it is written, and the call resolves with
+   * the same object as {@link chat} once the server sends `done`.
+   *
+   * Until the first piece arrives the rule is {@link chat}'s: a fast failure
+   * is retried. After it nothing is retried (the text would repeat): the call
+   * rejects with a {@link TimeboxError} whose `partial.answer` holds the text
+   * so far and whose `reason` is 'stream_failed'. The caller's signal ends
+   * the stream and the connection, so the server cancels the upstream call.
+   * A server or proxy that answers plain JSON instead is read as one piece.
+   */
+  chatStream(request: ChatRequest, options: StreamCallOptions = {}): Promise<ChatResponse> {
+    const onDelta = options.onDelta;
+    return this.call<ChatResponse>('POST', '/api/chat', request, options, 'text/event-stream', (response, signal) => {
+      if (isEventStream(response)) return readChatStream<ChatResponse>(response, onDelta, signal);
+      return readJson<ChatResponse>(response, signal).then((r) => {
+        try {
+          if (typeof r.answer === 'string' && r.answer !== '') onDelta?.(r.answer, r.answer);
+        } catch (err) {
+          throw new CallbackError(err);
+        }
+        return r;
+      });
+    });
+  }
+
+  /**
+   * The async-iterable form of {@link chatStream}: yields `{ type: 'delta',
+   * text }` for every piece, then `{ type: 'done', response }`, and throws
+   * what chatStream rejects with. Leaving the loop early (`break`, `return`,
+   * an exception) cancels the stream and the upstream call.
+   */
+  async *chatEvents(request: ChatRequest, options: CallOptions = {}): AsyncGenerator<ChatStreamEvent, void, undefined> {
+    const inner = new AbortController();
+    const outer = options.signal;
+    const onOuterAbort = () => inner.abort(outer?.reason);
+    if (outer?.aborted) onOuterAbort();
+    else outer?.addEventListener('abort', onOuterAbort, { once: true });
+    const queue: ChatStreamEvent[] = [];
+    let wake: (() => void) | undefined;
+    let end: { error?: unknown } | undefined;
+    const push = (e: ChatStreamEvent) => {
+      queue.push(e);
+      wake?.();
+    };
+    this.chatStream(request, { ...options, signal: inner.signal, onDelta: (text) => push({ type: 'delta', text }) }).then(
+      (response) => {
+        end = {};
+        push({ type: 'done', response });
+      },
+      (error: unknown) => {
+        end = { error };
+        wake?.();
+      },
+    );
+    try {
+      for (;;) {
+        const next = queue.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        if (end) {
+          if ('error' in end) throw end.error;
+          return;
+        }
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+    } finally {
+      outer?.removeEventListener('abort', onOuterAbort);
+      if (!end) inner.abort(new DOMException('The reader left the stream.', 'AbortError'));
+    }
+  }
+
   /** Reads `GET /api/health`. */
   health(options: CallOptions = {}): Promise<{ status: string; version?: string }> {
     return this.send('GET', '/api/health', undefined, options);
   }
 
   /** Sends one logical request with the rule and returns the parsed JSON of the first 2xx. */
-  async send<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}): Promise<T> {
+  send<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}): Promise<T> {
+    return this.call<T>(method, path, body, options, 'application/json', readJson);
+  }
+
+  /** The attempt loop: every request, JSON or stream, goes through the same rule. */
+  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions, accept: string, readOk: OkReader<T>): Promise<T> {
     const o = this.options;
     const clock = o.clock ?? systemClock;
     const transport = o.transport ?? fetchTransport();
@@ -262,7 +381,7 @@ export class TimeboxClient {
       // so: the server answers before x-client-timeout-ms runs out.
       const timeoutMs = Math.max(1, Math.floor(Math.min(attemptTimeoutMs, deadline - clock.now())));
       const headers: Record<string, string> = {
-        accept: 'application/json',
+        accept,
         ...o.headers,
         ...options.headers,
         'x-client-timeout-ms': String(timeoutMs),
@@ -280,14 +399,26 @@ export class TimeboxClient {
       const t0 = clock.now();
       let response: ResponseLike | undefined;
       let text = '';
+      let result: { value: T } | undefined;
+      let failure: StreamFailure | undefined;
       try {
         response = await raceAbort(transport(o.baseUrl + path, { method, headers, body: payload, signal: attemptAbort.signal }), attemptAbort.signal);
-        text = await raceAbort(response.text(), attemptAbort.signal);
-      } catch {
-        if (signal?.aborted) throw signal.reason;
-        // A network error (before or during the body) or the attempt's own
-        // timeout: both count as status 0 for the rule.
-        response = undefined;
+        // The reader honours the signal itself: once part of a stream was
+        // delivered it must turn an abort into a StreamFailure, not a retry.
+        if (response.ok) result = { value: await readOk(response, attemptAbort.signal) };
+        else text = await raceAbort(response.text(), attemptAbort.signal);
+      } catch (err) {
+        // The caller ended the attempt: its signal, or an exception from its own onDelta.
+        if (signal?.aborted || err instanceof CallbackError) {
+          attemptAbort.abort(err);
+          notify({ attempt, status: response?.status ?? 0, elapsedMs: clock.now() - t0, decision: 'cancelled', retry: false, waitMs: 0, timeout: false, requestId: response?.headers.get('x-request-id') ?? undefined });
+          throw err instanceof CallbackError ? err.error : signal?.reason;
+        }
+        if (err instanceof StreamFailure) failure = err;
+        // A network error (before or during the body, before any of the answer
+        // was delivered) or the attempt's own timeout: both count as status 0
+        // for the rule.
+        else response = undefined;
       } finally {
         cancelTimer();
         signal?.removeEventListener('abort', onCallerAbort);
@@ -295,20 +426,35 @@ export class TimeboxClient {
       const now = clock.now();
       const elapsedMs = now - t0;
       const status = response?.status ?? 0;
+
+      if (result) {
+        const requestId = str((result.value as { requestId?: unknown } | undefined)?.requestId) ?? response?.headers.get('x-request-id') ?? undefined;
+        notify({ attempt, status, elapsedMs, decision: 'success', retry: false, waitMs: 0, timeout: false, requestId });
+        return result.value;
+      }
+
+      if (failure) {
+        // The 2xx could not be read to its end. Once any of a stream had been
+        // delivered nothing is retried: the text would be shown twice.
+        const code = failure.code === 'stream_interrupted' && timedOut ? 'attempt_timeout' : failure.code;
+        const details: TimeboxErrorDetails = {
+          status,
+          code,
+          serverMessage: failure.serverMessage,
+          requestId: failure.requestId,
+          attempts: attempt,
+          elapsedMs: now - start,
+          timeout: timedOut || code === 'deadline_exceeded',
+          reason: code === 'invalid_response' && failure.answer === '' ? 'invalid_response' : 'stream_failed',
+        };
+        if (failure.answer !== '') details.partial = { answer: failure.answer };
+        notify({ attempt, status, elapsedMs, decision: details.reason === 'invalid_response' ? 'success' : 'stream_failed', retry: false, waitMs: 0, timeout: details.timeout, requestId: details.requestId, code });
+        throw new TimeboxError(failureMessage(details, timeoutMs), details);
+      }
+
       const parsed = parseJson(text);
       const requestId = str(parsed?.error?.requestId) ?? str(parsed?.requestId) ?? response?.headers.get('x-request-id') ?? undefined;
       const code = str(parsed?.error?.code);
-
-      if (response?.ok) {
-        notify({ attempt, status, elapsedMs, decision: 'success', retry: false, waitMs: 0, timeout: false, requestId });
-        if (parsed === undefined) {
-          throw new TimeboxError('The service sent an answer that could not be read.', {
-            status, code: 'invalid_response', requestId, attempts: attempt, elapsedMs: now - start, timeout: false, reason: 'invalid_response',
-          });
-        }
-        return parsed as T;
-      }
-
       const decision = decide(policy, {
         attempt, elapsedMs, status, headers: response?.headers ?? null, remainingMs: deadline - now, nowMs: now,
       });
@@ -326,11 +472,40 @@ export class TimeboxClient {
           timeout: decision.timeout || timedOut || code === 'deadline_exceeded',
           reason: decision.reason,
         };
+        const partial = partialAnswer(parsed?.partial);
+        if (partial) details.partial = partial;
         throw new TimeboxError(readable(details, decision, timeoutMs), details);
       }
       await sleep(clock, decision.waitMs, signal);
     }
   }
+}
+
+/** Parses a 2xx's JSON body; a body that is not JSON is final ('invalid_response'). */
+async function readJson<T>(response: ResponseLike, signal: AbortSignal): Promise<T> {
+  const text = await raceAbort(response.text(), signal);
+  const parsed = parseJson(text);
+  if (parsed === undefined) throw new StreamFailure('invalid_response', undefined, response.headers.get('x-request-id') ?? undefined, '');
+  return parsed as T;
+}
+
+function isEventStream(response: ResponseLike): boolean {
+  return /^\s*text\/event-stream\s*(;|$)/i.test(response.headers.get('content-type') ?? '');
+}
+
+/** The JSON 500's `partial`: `{ answer, completionTokens }` when the model had written something. */
+function partialAnswer(v: unknown): PartialAnswer | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { answer, completionTokens } = v as { answer?: unknown; completionTokens?: unknown };
+  if (typeof answer !== 'string' || answer === '') return undefined;
+  return typeof completionTokens === 'number' ? { answer, completionTokens } : { answer };
+}
+
+function failureMessage(d: TimeboxErrorDetails, timeoutMs: number): string {
+  if (d.serverMessage) return d.serverMessage;
+  if (d.code === 'invalid_response') return 'The service sent an answer that could not be read.';
+  if (d.code === 'attempt_timeout') return `The service did not finish the answer within ${seconds(timeoutMs)} s.`;
+  return 'The connection to the service was lost before the answer was complete.';
 }
 
 /** Creates a {@link TimeboxClient}. */
@@ -373,25 +548,6 @@ function parseJson(text: string): any {
   } catch {
     return undefined;
   }
-}
-
-/** Settles with p, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** Waits ms on the clock, rejecting with the signal's reason at once when it aborts. */

@@ -71,8 +71,50 @@ export function reply(status: number, body: unknown = {}, headers: Record<string
   return { ok: status >= 200 && status < 300, status, headers: h, text: async () => text };
 }
 
-/** One scripted step: after `ms` of virtual time, answer (or fail, or hang). */
-export type Step = { ms: number; response?: ResponseLike; error?: Error; hang?: boolean };
+/** One piece of a streamed body: `ms` after the previous one, some bytes, or an error, or the end. */
+export type Chunk = { ms: number; text?: string; bytes?: Uint8Array; error?: Error; close?: boolean };
+
+/** One SSE event as timebox writes it. */
+export function sse(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** A streamed body on the virtual clock, and whether its reader cancelled it (the connection closed). */
+export type StreamedBody = { response: ResponseLike; cancelled: () => boolean };
+
+/**
+ * A real fetch Response whose body plays `chunks` on the virtual clock from
+ * the moment it is made. A list that ends with neither `close` nor `error`
+ * leaves the body open (a server that went quiet).
+ */
+export function streamed(clock: FakeClock, chunks: Chunk[], headers: Record<string, string> = { 'content-type': 'text/event-stream' }, status = 200): StreamedBody {
+  let cancelled = false;
+  const timers: (() => void)[] = [];
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let at = 0;
+      for (const c of chunks) {
+        at += c.ms;
+        timers.push(clock.setTimer(at, () => {
+          if (cancelled) return;
+          if (c.text !== undefined) controller.enqueue(encoder.encode(c.text));
+          if (c.bytes !== undefined) controller.enqueue(c.bytes);
+          if (c.error) controller.error(c.error);
+          else if (c.close) controller.close();
+        }));
+      }
+    },
+    cancel() {
+      cancelled = true;
+      for (const cancel of timers) cancel();
+    },
+  });
+  return { response: new Response(body, { status, headers }), cancelled: () => cancelled };
+}
+
+/** One scripted step: after `ms` of virtual time, answer (or fail, or hang); `respond` makes the answer then. */
+export type Step = { ms: number; response?: ResponseLike; respond?: () => ResponseLike; error?: Error; hang?: boolean };
 
 /** A transport that plays steps in order and records every request it got. */
 export function scripted(clock: FakeClock, steps: Step[]): Transport & { calls: { url: string; request: TransportRequest; at: number }[] } {
@@ -82,7 +124,7 @@ export function scripted(clock: FakeClock, steps: Step[]): Transport & { calls: 
     const step = steps[Math.min(calls.length, steps.length) - 1];
     return new Promise<ResponseLike>((resolve, reject) => {
       if (step.hang) return; // only the client's own timer or the caller's signal ends it
-      clock.setTimer(step.ms, () => (step.error ? reject(step.error) : resolve(step.response!)));
+      clock.setTimer(step.ms, () => (step.error ? reject(step.error) : resolve(step.respond ? step.respond() : step.response!)));
     });
   }) as Transport & { calls: typeof calls };
   t.calls = calls;

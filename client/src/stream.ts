@@ -1,0 +1,129 @@
+/**
+ * The chat stream as timebox sends it (docs/api.md, "Streaming"):
+ * `event: delta` / `data: {"text":"..."}` per piece, ending with
+ * `event: done` / `data:` the JSON 200's object, or `event: error` /
+ * `data: {"error":{"code","message","requestId"},"partial":true}`.
+ * Comments (`: keep-alive`) and events of other names are skipped.
+ */
+import { readSse, SseDecoder, SseLimitError, type SseEvent } from './sse.js';
+import { raceAbort } from './abort.js';
+import type { ResponseLike } from './client.js';
+
+/**
+ * Why an answer that had started could not be completed. Thrown by
+ * {@link readChatStream}; the client turns it into a TimeboxError that is
+ * never retried (the text so far would be duplicated).
+ */
+export class StreamFailure extends Error {
+  constructor(
+    /** The server's code, or 'stream_interrupted' / 'invalid_response'. */
+    readonly code: string,
+    /** The server's own message, when it sent one. */
+    readonly serverMessage: string | undefined,
+    readonly requestId: string | undefined,
+    /** The text received before the stream ended. */
+    readonly answer: string,
+  ) {
+    super(serverMessage ?? code);
+    this.name = 'StreamFailure';
+  }
+}
+
+/** Carries an exception thrown by the caller's own onDelta out of the attempt loop, untouched. */
+export class CallbackError {
+  constructor(readonly error: unknown) {}
+}
+
+/** Called with each piece of the answer as it arrives, and the whole text so far. */
+export type DeltaHandler = (text: string, answerSoFar: string) => void;
+
+/**
+ * Reads a 200 text/event-stream body of `POST /api/chat` and resolves with
+ * the `done` event's object. `onDelta` hears every piece first.
+ *
+ * Rejects with a {@link StreamFailure} on an `error` event, on a malformed
+ * event, or when the body ends (or breaks) after text had arrived. A body
+ * that breaks before any text rejects with the read error itself: nothing
+ * was shown, so the attempt is judged like any failed attempt. An exception
+ * from `onDelta` ends the stream and rejects with a {@link CallbackError}
+ * holding it.
+ */
+export async function readChatStream<T extends { answer: string }>(response: ResponseLike, onDelta: DeltaHandler | undefined, signal: AbortSignal): Promise<T> {
+  let answer = '';
+  let started = false;
+  let result: T | undefined;
+  let callerError: { error: unknown } | undefined;
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  const onEvent = (e: SseEvent) => {
+    if (result !== undefined) return; // nothing counts after `done`
+    switch (e.event) {
+      case 'delta': {
+        const piece = parseObject(e.data)?.text;
+        if (typeof piece !== 'string') throw new StreamFailure('invalid_response', undefined, requestId, answer);
+        if (piece === '') return;
+        started = true;
+        answer += piece;
+        try {
+          onDelta?.(piece, answer);
+        } catch (error) {
+          callerError = { error };
+          throw error;
+        }
+        return;
+      }
+      case 'done': {
+        const done = parseObject(e.data);
+        if (done === undefined || typeof done.answer !== 'string') throw new StreamFailure('invalid_response', undefined, requestId, answer);
+        result = done as T;
+        return;
+      }
+      case 'error': {
+        const error = parseObject(parseObject(e.data)?.error);
+        throw new StreamFailure(str(error?.code) ?? 'stream_error', str(error?.message), str(error?.requestId) ?? requestId, answer);
+      }
+      default:
+      // Events this client does not know are skipped, so the server can add some.
+    }
+  };
+
+  try {
+    if (response.body) {
+      await readSse(response.body, onEvent, signal, () => result !== undefined);
+    } else {
+      // A transport that cannot stream (it buffered the whole body): the same
+      // events, all at once at the end.
+      const sse = new SseDecoder(onEvent);
+      sse.text(await raceAbort(response.text(), signal));
+      sse.end();
+    }
+  } catch (err) {
+    if (callerError !== undefined && err === callerError.error) throw new CallbackError(err);
+    if (err instanceof StreamFailure) throw err;
+    if (err instanceof SseLimitError) throw new StreamFailure('invalid_response', undefined, requestId, answer);
+    if (result !== undefined) return result;
+    // Nothing shown yet: a broken connection, the attempt's timeout or an
+    // abort is judged like any failed attempt.
+    if (!started) throw err;
+    throw new StreamFailure('stream_interrupted', undefined, requestId, answer);
+  }
+  if (result !== undefined) return result;
+  // Closed without `done` or `error`: the connection was cut.
+  if (!started) throw new TypeError('the stream ended before the answer started');
+  throw new StreamFailure('stream_interrupted', undefined, requestId, answer);
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function parseObject(v: unknown): any {
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return undefined;
+    }
+  }
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
+}
