@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Serves the demo page (this folder) and the built client (client/dist under
-// /client/) on its own origin, and tells the page where the API is through a
+// /client/, its dependency under /vendor/) on its own origin, and tells the page where the API is through a
 // generated /config.js. No dependencies.
 //
 //   node demo/serve.mjs --port 5173 --api http://127.0.0.1:7071 [--host 127.0.0.1]
@@ -16,7 +16,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const here = resolve(fileURLToPath(new URL('.', import.meta.url)));
-const roots = { '/client/': resolve(here, '..', 'client', 'dist'), '/': here };
+// The client's one runtime dependency is served from client/node_modules,
+// where `npm ci` put it; index.html's import map points its bare name here.
+const roots = {
+  '/client/': resolve(here, '..', 'client', 'dist'),
+  '/vendor/eventsource-parser/': resolve(here, '..', 'client', 'node_modules', 'eventsource-parser', 'dist'),
+  '/': here,
+};
 const types = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
