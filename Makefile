@@ -1,5 +1,7 @@
 # timebox: see README.md. Every target is phony; one line per recipe.
 BINARY := handler
+DIST ?= dist
+PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
@@ -57,10 +59,11 @@ sim:
 start: build
 	func start
 
-# package: the zip to deploy (host.json, the function folder, the handler binary).
+# package: what to deploy (host.json, the function folder, the handler binary), staged in DIST (the folder
+# azure.yaml names; azd zips it) and zipped as PACKAGE (for az functionapp deployment or func). Both git-ignored.
 package: build
-	rm -f timebox.zip && zip -r timebox.zip host.json proxy/function.json $(BINARY)
+	rm -rf $(DIST) $(PACKAGE) && mkdir -p $(DIST)/proxy && cp host.json $(BINARY) $(DIST)/ && cp proxy/function.json $(DIST)/proxy/ && (cd $(DIST) && zip -qr - host.json proxy $(BINARY)) > $(PACKAGE)
 
 # clean: remove what the build made.
 clean:
-	rm -rf $(BINARY) timebox.zip bin client/dist
+	rm -rf $(BINARY) $(DIST) $(PACKAGE) bin client/dist

@@ -161,12 +161,8 @@ func stringValue(n ast.Node) (string, bool) {
 // a file; suffixes maps the suffixes of codes built at run time.
 func handlerErrorCodes(t *testing.T, root string) (exact, suffixes map[string]string) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./cmd/handler")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list -deps ./cmd/handler")
 	exact, suffixes = map[string]string{}, map[string]string{}
-	for _, dir := range strings.Fields(string(out)) {
+	for _, dir := range handlerPackageDirs(t, root) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		var files []*ast.File
@@ -184,6 +180,19 @@ func handlerErrorCodes(t *testing.T, root string) (exact, suffixes map[string]st
 		codesOf(files, names, filepath.ToSlash(rel), exact, suffixes)
 	}
 	return exact, suffixes
+}
+
+// handlerPackageDirs are the folders of this module's packages that are
+// linked into the handler binary.
+func handlerPackageDirs(t *testing.T, root string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./cmd/handler")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list -deps ./cmd/handler")
+	dirs := strings.Fields(string(out))
+	require.NotEmpty(t, dirs)
+	return dirs
 }
 
 func codesOf(files []*ast.File, names []string, dir string, exact, suffixes map[string]string) {

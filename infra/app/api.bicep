@@ -1,0 +1,154 @@
+// The Function App: Flex Consumption on Linux, the custom handler runtime, the deployment package in blob
+// storage read by the user-assigned identity, and every handler setting from a parameter.
+param name string
+param location string
+param tags object = {}
+param identityId string
+param identityClientId string
+param storageAccountName string
+param deploymentStorageContainerName string
+param applicationInsightsName string
+param maximumInstanceCount int
+param instanceMemoryMB int
+@description('HTTP requests one instance is given at a time: host.json\'s maxConcurrentRequests.')
+param perInstanceConcurrency int
+
+param openAiEndpoint string
+param openAiDeploymentName string
+param openAiApiVersion string
+param allowedOrigins string
+param requestBudget string
+param fastFailureThreshold string
+param clientTimeoutMargin string
+param upstreamMaxAttempts string
+param maxTokens string
+param contextWindow string
+param tokenizer string
+param deploymentTpm string
+param fetchTimeout string
+param extractTimeout string
+param logLevel string
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: 'plan-${name}'
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true // Linux
+  }
+}
+
+// What the handler reads (docs/operations.md). internal/repocheck keeps this list equal to the settings the
+// handler's code reads, less those the platform sets (FUNCTIONS_CUSTOMHANDLER_PORT, IDENTITY_ENDPOINT) and
+// the Azure OpenAI key setting, which a deployment never uses: it calls with its managed identity.
+var handlerSettings = {
+  AZURE_OPENAI_ENDPOINT: openAiEndpoint
+  AZURE_OPENAI_DEPLOYMENT: openAiDeploymentName
+  AZURE_OPENAI_API_VERSION: openAiApiVersion
+  AZURE_CLIENT_ID: identityClientId
+  ALLOWED_ORIGINS: allowedOrigins
+  REQUEST_BUDGET: requestBudget
+  FAST_FAILURE_THRESHOLD: fastFailureThreshold
+  CLIENT_TIMEOUT_MARGIN: clientTimeoutMargin
+  UPSTREAM_MAX_ATTEMPTS: upstreamMaxAttempts
+  MAX_TOKENS: maxTokens
+  CONTEXT_WINDOW: contextWindow
+  TOKENIZER: tokenizer
+  DEPLOYMENT_TPM: deploymentTpm
+  FETCH_TIMEOUT: fetchTimeout
+  EXTRACT_TIMEOUT: extractTimeout
+  LOG_LEVEL: logLevel
+}
+
+// What the Functions host reads: its storage by identity (no connection string), and Application Insights
+// with Entra ID ingestion. On Flex Consumption the runtime is set in functionAppConfig, not by
+// FUNCTIONS_WORKER_RUNTIME or FUNCTIONS_EXTENSION_VERSION (both refused there).
+var hostSettings = {
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+  AzureWebJobsStorage__blobServiceUri: storage.properties.primaryEndpoints.blob
+  APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+}
+
+resource app 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: { '${identityId}': {} }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${storage.properties.primaryEndpoints.blob}${deploymentStorageContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+        triggers: {
+          http: {
+            perInstanceConcurrency: perInstanceConcurrency
+          }
+        }
+      }
+      runtime: {
+        name: 'custom'
+        version: '1.0'
+      }
+    }
+    siteConfig: {
+      minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      // The Flex front end answers preflights itself for custom handlers: it must admit the same origins
+      // as the handler (docs/platform.md). The handler still sends its own Access-Control-Expose-Headers.
+      cors: {
+        allowedOrigins: split(allowedOrigins, ',')
+        supportCredentials: false
+      }
+    }
+  }
+
+  resource settings 'config' = {
+    name: 'appsettings'
+    properties: union(handlerSettings, hostSettings)
+  }
+
+  // No basic-auth publishing: deployments go through Entra ID (azd, or the OIDC workflow).
+  resource scm 'basicPublishingCredentialsPolicies' = {
+    name: 'scm'
+    properties: { allow: false }
+  }
+
+  resource ftp 'basicPublishingCredentialsPolicies' = {
+    name: 'ftp'
+    properties: { allow: false }
+  }
+}
+
+output name string = app.name
+output uri string = 'https://${app.properties.defaultHostName}'

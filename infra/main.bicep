@@ -1,0 +1,220 @@
+// timebox on Azure Functions Flex Consumption: the layout of the official azd Flex Consumption templates
+// (Azure-Samples/functions-quickstart-*-azd): a resource group per azd environment, a user-assigned managed
+// identity that does everything (deployment storage, host storage, Application Insights, Azure OpenAI), no
+// keys anywhere. See docs/deploy.md.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('Name of the azd environment; it seeds the unique names of every resource.')
+param environmentName string
+
+@minLength(1)
+@description('Region of the Function App (one that offers Flex Consumption) and of a new Azure OpenAI account.')
+@metadata({ azd: { type: 'location' } })
+param location string
+
+// ---- Azure OpenAI: an existing account, or a new one with a deployment --------------------------------------
+
+@description('Name of an existing Azure OpenAI account to use. Empty: a new account and deployment are created.')
+param openAiAccountName string = ''
+
+@description('Resource group of the existing Azure OpenAI account (same subscription). Empty: this environment\'s group.')
+param openAiResourceGroupName string = ''
+
+@description('Model deployment to call (AZURE_OPENAI_DEPLOYMENT). Created when no existing account is given.')
+param openAiDeploymentName string = 'gpt-4o-mini'
+
+@description('Model of a new deployment.')
+param openAiModelName string = 'gpt-4o-mini'
+
+@description('Model version of a new deployment.')
+param openAiModelVersion string = '2024-07-18'
+
+@description('Capacity of a new deployment, in thousands of tokens per minute.')
+param openAiCapacity int = 30
+
+@description('AZURE_OPENAI_API_VERSION: empty for the v1 API path.')
+param openAiApiVersion string = ''
+
+// ---- Handler settings (docs/operations.md) ---------------------------------------------------------------------
+
+@minLength(1)
+@description('ALLOWED_ORIGINS: comma-separated origins of the pages that call the app, e.g. https://contoso.sharepoint.com. Also listed in platform CORS.')
+param allowedOrigins string
+
+@description('REQUEST_BUDGET: whole-request deadline, below the platform\'s 230 s.')
+param requestBudget string = '200s'
+
+@description('FAST_FAILURE_THRESHOLD: an upstream attempt that failed after this long is a timeout.')
+param fastFailureThreshold string = '30s'
+
+@description('CLIENT_TIMEOUT_MARGIN: taken off x-client-timeout-ms.')
+param clientTimeoutMargin string = '2s'
+
+@description('UPSTREAM_MAX_ATTEMPTS: the server\'s attempts at a throttled upstream call (1-5).')
+param upstreamMaxAttempts string = '2'
+
+@description('MAX_TOKENS: completion token limit.')
+param maxTokens string = '1024'
+
+@description('CONTEXT_WINDOW: tokens the model accepts; empty: by model.')
+param contextWindow string = ''
+
+@description('TOKENIZER: o200k_base or cl100k_base; empty: by model.')
+param tokenizer string = ''
+
+@description('DEPLOYMENT_TPM: the deployment\'s tokens-per-minute limit; empty: not checked before calling. Defaults to a new deployment\'s capacity.')
+param deploymentTpm string = ''
+
+@description('FETCH_TIMEOUT: each page fetch\'s own deadline.')
+param fetchTimeout string = '15s'
+
+@description('EXTRACT_TIMEOUT: each document extraction\'s own deadline.')
+param extractTimeout string = '15s'
+
+@description('LOG_LEVEL: debug, info, warn or error.')
+param logLevel string = 'info'
+
+// ---- Scale --------------------------------------------------------------------------------------------------
+
+@description('Instances at most. Each serves host.json\'s maxConcurrentRequests requests at a time.')
+param maximumInstanceCount int = 40
+
+@allowed([2048, 4096])
+@description('Memory of an instance, in MB.')
+param instanceMemoryMB int = 2048
+
+var abbrs = loadJsonContent('abbreviations.json')
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = { 'azd-env-name': environmentName }
+var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
+var deploymentStorageContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
+var useExistingOpenAi = !empty(openAiAccountName)
+
+// host.json is the one place the per-instance concurrency is decided; the plan's HTTP concurrency follows it,
+// so the platform never sends an instance more requests than its host admits without a queue.
+var hostJson = loadJsonContent('../host.json')
+var perInstanceConcurrency = hostJson.extensions.http.maxConcurrentRequests
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: '${abbrs.resourcesResourceGroups}${environmentName}'
+  location: location
+  tags: tags
+}
+
+module identity 'app/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: '${abbrs.managedIdentityUserAssignedIdentities}api-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module storage 'app/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: '${abbrs.storageStorageAccounts}${resourceToken}'
+    location: location
+    tags: tags
+    deploymentContainerName: deploymentStorageContainerName
+  }
+}
+
+module monitoring 'app/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: '${abbrs.operationalInsightsWorkspaces}${resourceToken}'
+    applicationInsightsName: '${abbrs.insightsComponents}${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi) {
+  name: 'openai'
+  scope: rg
+  params: {
+    name: '${abbrs.cognitiveServicesAccounts}${resourceToken}'
+    location: location
+    tags: tags
+    deploymentName: openAiDeploymentName
+    modelName: openAiModelName
+    modelVersion: openAiModelVersion
+    capacity: openAiCapacity
+  }
+}
+
+// The role on the Azure OpenAI account, wherever it lives: the existing account's group, or ours.
+module openAiAccess 'app/openai-access.bicep' = {
+  name: 'openai-access'
+  scope: useExistingOpenAi ? resourceGroup(empty(openAiResourceGroupName) ? rg.name : openAiResourceGroupName) : rg
+  params: {
+    accountName: useExistingOpenAi ? openAiAccountName : newOpenAi!.outputs.name
+    principalId: identity.outputs.principalId
+  }
+}
+
+module rbac 'app/rbac.bicep' = {
+  name: 'rbac'
+  scope: rg
+  params: {
+    storageAccountName: storage.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    principalId: identity.outputs.principalId
+  }
+}
+
+module api 'app/api.bicep' = {
+  name: 'api'
+  scope: rg
+  dependsOn: [rbac, openAiAccess]
+  params: {
+    name: functionAppName
+    location: location
+    tags: tags
+    identityId: identity.outputs.resourceId
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentStorageContainerName: deploymentStorageContainerName
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    maximumInstanceCount: maximumInstanceCount
+    instanceMemoryMB: instanceMemoryMB
+    perInstanceConcurrency: perInstanceConcurrency
+    openAiEndpoint: openAiAccess.outputs.endpoint
+    openAiDeploymentName: openAiDeploymentName
+    openAiApiVersion: openAiApiVersion
+    allowedOrigins: allowedOrigins
+    requestBudget: requestBudget
+    fastFailureThreshold: fastFailureThreshold
+    clientTimeoutMargin: clientTimeoutMargin
+    upstreamMaxAttempts: upstreamMaxAttempts
+    maxTokens: maxTokens
+    contextWindow: contextWindow
+    tokenizer: tokenizer
+    deploymentTpm: empty(deploymentTpm) && !useExistingOpenAi ? string(openAiCapacity * 1000) : deploymentTpm
+    fetchTimeout: fetchTimeout
+    extractTimeout: extractTimeout
+    logLevel: logLevel
+  }
+}
+
+// ---- Outputs (azd stores them in .azure/<env>/.env) -----------------------------------------------------------
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output SERVICE_API_NAME string = api.outputs.name
+@description('The app\'s URL: the baseUrl of the web part\'s TimeboxClient, and timebox health --url.')
+output SERVICE_API_URI string = api.outputs.uri
+@description('The managed identity\'s client id (AZURE_CLIENT_ID of the app).')
+output AZURE_CLIENT_ID string = identity.outputs.clientId
+output AZURE_OPENAI_ENDPOINT string = openAiAccess.outputs.endpoint
+output AZURE_OPENAI_DEPLOYMENT string = openAiDeploymentName
+@description('What to paste into the web part: the TimeboxClient baseUrl, and the origins the app admits.')
+output WEB_PART_BASE_URL string = api.outputs.uri
+output ALLOWED_ORIGINS string = allowedOrigins

@@ -1,0 +1,306 @@
+package repocheck
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The Bicep compiler cannot be installed on the build machine, so the
+// deployment template (azure.yaml, infra/) is checked here as text, for what
+// matters: it sets every setting the handler reads from a parameter and no
+// unknown one, it grants the right built-in roles on the right resources,
+// it holds no key, and it deploys what `make package` builds.
+
+// notSetByTheTemplate are the handler's settings a deployment leaves alone,
+// each with the reason. Names starting WEBSITE_ are App Service's own.
+var notSetByTheTemplate = map[string]string{
+	"FUNCTIONS_CUSTOMHANDLER_PORT": "the Functions host sets it for each start",
+	"IDENTITY_ENDPOINT":            "App Service sets it where a managed identity exists",
+	"AZURE_OPENAI_API_KEY":         "a deployment uses its managed identity, never a key",
+}
+
+// hostSettings are the settings of the Functions host itself that a Flex
+// Consumption app with identity-based storage and Application Insights needs.
+var hostSettings = []string{
+	"AzureWebJobsStorage__credential",
+	"AzureWebJobsStorage__clientId",
+	"AzureWebJobsStorage__blobServiceUri",
+	"APPLICATIONINSIGHTS_CONNECTION_STRING",
+	"APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+}
+
+// builtInRoles are the Azure built-in role definition ids the template may
+// assign (Learn, "Azure built-in roles"), and the resource type each must be
+// assigned on.
+var builtInRoles = map[string]struct{ name, scopeType string }{
+	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "Microsoft.Storage/storageAccounts"},
+	"5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": {"Cognitive Services OpenAI User", "Microsoft.CognitiveServices/accounts"},
+	"3913510d-42f4-4e42-8a64-420c390055eb": {"Monitoring Metrics Publisher", "Microsoft.Insights/components"},
+}
+
+func TestTemplateSetsEveryHandlerSettingFromAParameter(t *testing.T) {
+	root := repoRoot(t)
+	read := handlerSettings(t, root)
+	api := readFile(t, root, "infra/app/api.bicep")
+	set := bicepObject(t, api, "handlerSettings")
+	params := bicepParams(api)
+
+	for _, name := range sortedKeys(read) {
+		if _, skip := notSetByTheTemplate[name]; skip || strings.HasPrefix(name, "WEBSITE_") {
+			if _, ok := set[name]; ok {
+				t.Errorf("infra/app/api.bicep sets %s, which a deployment must leave alone (%s)", name, notSetByTheTemplate[name])
+			}
+			continue
+		}
+		value, ok := set[name]
+		if !ok {
+			t.Errorf("the handler reads %s (%s) but infra/app/api.bicep's handlerSettings does not set it", name, read[name])
+			continue
+		}
+		assert.Contains(t, params, value, "%s is set from %q, which is not a parameter of infra/app/api.bicep", name, value)
+	}
+	for _, name := range sortedKeys(set) {
+		if _, ok := read[name]; !ok {
+			t.Errorf("infra/app/api.bicep sets %s, which the handler never reads", name)
+		}
+	}
+
+	host := bicepObject(t, api, "hostSettings")
+	assert.ElementsMatch(t, hostSettings, sortedKeys(host), "the Functions host's own settings")
+	assert.Contains(t, api, "union(handlerSettings, hostSettings)", "both sets become the app settings")
+}
+
+// TestTemplateFollowsTheFlexConsumptionContract checks the parts of the
+// template the platform facts of docs/platform.md depend on.
+func TestTemplateFollowsTheFlexConsumptionContract(t *testing.T) {
+	root := repoRoot(t)
+	api := readFile(t, root, "infra/app/api.bicep")
+	main := readFile(t, root, "infra/main.bicep")
+
+	assert.Contains(t, api, "name: 'FC1'", "Flex Consumption plan")
+	assert.Contains(t, api, "tier: 'FlexConsumption'")
+	assert.Contains(t, api, "reserved: true", "Linux")
+	assert.Regexp(t, `runtime: \{\s*name: 'custom'\s*version: '1\.0'\s*\}`, api, "the custom handler runtime of Flex Consumption")
+	assert.Regexp(t, `authentication: \{\s*type: 'UserAssignedIdentity'`, api, "deployment storage read by the managed identity")
+
+	// Per-instance concurrency comes from host.json, the one place it is decided.
+	var hostJSON struct {
+		Extensions struct {
+			HTTP struct {
+				MaxConcurrentRequests int `json:"maxConcurrentRequests"`
+			} `json:"http"`
+		} `json:"extensions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, root, "host.json")), &hostJSON))
+	require.Positive(t, hostJSON.Extensions.HTTP.MaxConcurrentRequests, "host.json sets extensions.http.maxConcurrentRequests")
+	assert.Contains(t, main, "loadJsonContent('../host.json')")
+	assert.Contains(t, main, "perInstanceConcurrency = hostJson.extensions.http.maxConcurrentRequests")
+	assert.Contains(t, main, "perInstanceConcurrency: perInstanceConcurrency")
+	assert.Regexp(t, `http: \{\s*perInstanceConcurrency: perInstanceConcurrency\s*\}`, api)
+
+	// Platform CORS lists the same origins as the handler.
+	set := bicepObject(t, api, "handlerSettings")
+	assert.Contains(t, api, "allowedOrigins: split("+set["ALLOWED_ORIGINS"]+", ',')", "platform CORS from the same parameter as ALLOWED_ORIGINS")
+
+	// The client id of the user-assigned identity, for azidentity.
+	assert.Equal(t, "identityClientId", set["AZURE_CLIENT_ID"])
+	assert.Regexp(t, `type: 'UserAssigned'`, api)
+
+	// The outputs a deployment ends with.
+	for _, out := range []string{"SERVICE_API_URI", "WEB_PART_BASE_URL", "ALLOWED_ORIGINS", "AZURE_CLIENT_ID"} {
+		assert.Regexp(t, `(?m)^output `+out+` string = `, main)
+	}
+}
+
+func TestTemplateGrantsTheRightRoles(t *testing.T) {
+	root := repoRoot(t)
+	type grant struct{ role, scopeType string }
+	var grants []grant
+	for _, f := range bicepFiles(t, root) {
+		text := readFile(t, root, f)
+		resources := bicepResourceTypes(text)
+		vars := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^var (\w+) = '([0-9a-f-]{36})'`).FindAllStringSubmatch(text, -1) {
+			vars[m[1]] = m[2]
+		}
+		for _, block := range bicepBlocks(text, "Microsoft.Authorization/roleAssignments") {
+			scope := regexp.MustCompile(`(?m)^\s*scope: (\w+)`).FindStringSubmatch(block)
+			role := regexp.MustCompile(`roleDefinitions', (\w+|'[0-9a-f-]{36}')\)`).FindStringSubmatch(block)
+			require.NotNil(t, scope, "%s: a role assignment without a scope", f)
+			require.NotNil(t, role, "%s: a role assignment without a built-in role definition", f)
+			id := strings.Trim(role[1], "'")
+			if v, ok := vars[id]; ok {
+				id = v
+			}
+			known, ok := builtInRoles[id]
+			if !assert.True(t, ok, "%s assigns role %s, which is none of the built-in roles the template may grant", f, id) {
+				continue
+			}
+			assert.Equal(t, known.scopeType, resources[scope[1]], "%s: %s is assigned on %s", f, known.name, scope[1])
+			assert.Contains(t, block, "principalType: 'ServicePrincipal'", "%s: %s goes to the managed identity", f, known.name)
+			grants = append(grants, grant{known.name, resources[scope[1]]})
+		}
+	}
+	for _, want := range builtInRoles {
+		assert.Contains(t, grants, grant{want.name, want.scopeType}, "the template grants %s", want.name)
+	}
+}
+
+// TestNoKeysInTheRepository fails on anything that looks like a key, a
+// connection string carrying one, or a way to fetch one, in any file; and,
+// in the deployment files, on any key setting, secure parameter or stored
+// CI secret: the deployment runs on identities alone.
+func TestNoKeysInTheRepository(t *testing.T) {
+	root := repoRoot(t)
+	anywhere := regexp.MustCompile(`(?i)AccountKey=|SharedAccessKey=|SharedAccessSignature=|DefaultEndpointsProtocol=|listKeys\(|-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+	deployment := regexp.MustCompile(`(?i)AZURE_OPENAI_API_KEY|api-?key|@secure|secrets\.|client-?secret|password|primaryKey|secondaryKey|AzureWebJobsStorage'?:|AzureWebJobsStorage"`)
+	for _, f := range projectFiles(t, root) {
+		text, ok := readText(t, root, f)
+		if !ok || strings.HasPrefix(f, "internal/repocheck/") {
+			continue
+		}
+		for _, m := range anywhere.FindAllString(text, -1) {
+			t.Errorf("%s holds %q: no key, and no way to fetch one, belongs in the repository", f, m)
+		}
+		if isDeploymentFile(f) {
+			for _, m := range deployment.FindAllString(text, -1) {
+				t.Errorf("%s holds %q: the deployment runs on managed identities and OIDC alone", f, m)
+			}
+		}
+	}
+	assert.Contains(t, readFile(t, root, "infra/app/storage.bicep"), "allowSharedKeyAccess: false")
+	assert.Contains(t, readFile(t, root, "infra/app/openai.bicep"), "disableLocalAuth: true")
+	assert.Contains(t, readFile(t, root, "infra/app/monitoring.bicep"), "DisableLocalAuth: true")
+}
+
+func isDeploymentFile(f string) bool {
+	return f == "azure.yaml" || strings.HasPrefix(f, "infra/") || strings.HasPrefix(f, ".github/")
+}
+
+func TestAzureYamlDeploysWhatMakePackageBuilds(t *testing.T) {
+	root := repoRoot(t)
+	yaml := readFile(t, root, "azure.yaml")
+	field := func(name string) string {
+		m := regexp.MustCompile(`(?m)^    ` + name + `: (\S+)`).FindStringSubmatch(yaml)
+		require.NotNil(t, m, "azure.yaml: services.api.%s", name)
+		return m[1]
+	}
+	assert.Regexp(t, `(?m)^services:\n  api:\n`, yaml, "one service, api (the azd-service-name tag of infra/app/api.bicep)")
+	assert.Contains(t, readFile(t, root, "infra/app/api.bicep"), "'azd-service-name': 'api'")
+	assert.Equal(t, "function", field("host"))
+	assert.Equal(t, "custom", field("language"), "azd takes the package as built, and builds nothing itself")
+	assert.Equal(t, ".", field("project"))
+	assert.Regexp(t, `(?m)^\s+prepackage:\n(\s+\w+:\n\s+shell: \w+\n\s+run: make package\n){2}`, yaml, "azd runs make package first, on every OS")
+
+	makefile := readFile(t, root, "Makefile")
+	dist := regexp.MustCompile(`(?m)^DIST \?= (\S+)$`).FindStringSubmatch(makefile)
+	require.NotNil(t, dist, "the Makefile names its staging folder DIST")
+	assert.Equal(t, dist[1], field("dist"), "azure.yaml deploys the folder make package stages")
+}
+
+// handlerSettings are the settings read by the Go code linked into the
+// handler binary, mapped to a file that reads each.
+func handlerSettings(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, dir := range handlerPackageDirs(t, root) {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			rel, err := filepath.Rel(root, filepath.Join(dir, e.Name()))
+			require.NoError(t, err)
+			for _, name := range goSettings(t, root, filepath.ToSlash(rel)) {
+				out[name] = filepath.ToSlash(rel)
+			}
+		}
+	}
+	require.Contains(t, out, "AZURE_OPENAI_ENDPOINT")
+	return out
+}
+
+func readFile(t *testing.T, root, rel string) string {
+	t.Helper()
+	text, ok := readText(t, root, rel)
+	require.True(t, ok, "%s is text", rel)
+	return text
+}
+
+func bicepFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range projectFiles(t, root) {
+		if strings.HasPrefix(f, "infra/") && path.Ext(f) == ".bicep" {
+			out = append(out, f)
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// bicepObject returns the keys of `var <name> = { ... }` and the expression
+// each is set to.
+func bicepObject(t *testing.T, text, name string) map[string]string {
+	t.Helper()
+	start := strings.Index(text, "var "+name+" = {\n")
+	require.NotEqual(t, -1, start, "no var %s object", name)
+	body := text[start+len("var "+name+" = {\n"):]
+	end := strings.Index(body, "\n}")
+	require.NotEqual(t, -1, end)
+	out := map[string]string{}
+	for _, line := range strings.Split(body[:end], "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "//") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, ": ")
+		require.True(t, ok, "%s: %q is not key: value", name, line)
+		out[key] = value
+	}
+	return out
+}
+
+func bicepParams(text string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^param (\w+) `).FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// bicepResourceTypes maps each resource symbol of a file to its type.
+func bicepResourceTypes(text string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^resource (\w+) '([^@']+)@`).FindAllStringSubmatch(text, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// bicepBlocks returns the top-level resource blocks of the given type.
+func bicepBlocks(text, resourceType string) []string {
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "resource ") || !strings.Contains(lines[i], "'"+resourceType+"@") {
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && lines[j] != "}" {
+			j++
+		}
+		out = append(out, strings.Join(lines[i:min(j+1, len(lines))], "\n"))
+		i = j
+	}
+	return out
+}
