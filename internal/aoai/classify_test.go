@@ -77,10 +77,3 @@ func TestClassifyRecordedErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestTokenField(t *testing.T) {
-	assert.Equal(t, "max_tokens", tokenField("gpt-4o-mini"))
-	assert.Equal(t, "max_tokens", tokenField("gpt-4"))
-	assert.Equal(t, "max_completion_tokens", tokenField("o3-mini"))
-	assert.Equal(t, "max_completion_tokens", tokenField("gpt-5-chat"))
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
@@ -142,7 +143,7 @@ func New(o Options) (*Client, error) {
 		url:         u,
 		deployment:  o.Deployment,
 		v1:          o.APIVersion == "",
-		tokenField:  tokenField(o.Deployment),
+		tokenField:  modelfacts.Lookup(o.Deployment).TokenField,
 		fastFailure: fastFailure,
 		// Only throttles are retried here, up to MaxAttempts; the time left
 		// (Attempt.Remaining) is the only cap on their wait.
@@ -153,18 +154,6 @@ func New(o Options) (*Client, error) {
 			Statuses:    []int{http.StatusTooManyRequests},
 		},
 	}, nil
-}
-
-// tokenField names the token limit a deployment accepts: reasoning models
-// (o1, o3, o4, gpt-5) reject max_tokens and take max_completion_tokens.
-func tokenField(deployment string) string {
-	d := strings.ToLower(deployment)
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
-		if strings.HasPrefix(d, p) {
-			return "max_completion_tokens"
-		}
-	}
-	return "max_tokens"
 }
 
 // Complete sends req and returns the answer. Throttled attempts (429) are

@@ -17,12 +17,16 @@ import (
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
-// client joins a real azcore client to the simulator over memnet.
+// client joins a real azcore client to the simulator over memnet, on a
+// gpt-4o-mini deployment unless o names another.
 func client(t *testing.T, o aoai.Options) (*aoai.Client, *aoaitest.Server) {
-	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	if o.Deployment == "" {
+		o.Deployment = "gpt-4o-mini"
+	}
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{o.Deployment}})
 	_, hc := memnet.Serve(t, sim)
 	o.Endpoint, _ = url.Parse("http://127.0.0.1:8081")
-	o.Deployment, o.APIKey, o.Transport = "gpt-4o-mini", "k", hc
+	o.APIKey, o.Transport = "k", hc
 	c, err := aoai.New(o)
 	require.NoError(t, err)
 	return c, sim
@@ -30,6 +34,21 @@ func client(t *testing.T, o aoai.Options) (*aoai.Client, *aoaitest.Server) {
 
 func req(q string) aoai.Request {
 	return aoai.Request{Messages: []aoai.Message{{Role: "user", Content: q}}, MaxTokens: 50}
+}
+
+// Each model gets the token limit it accepts: reasoning models refuse
+// max_tokens (400 unsupported_parameter) and take max_completion_tokens.
+func TestTokenLimitFieldByModel(t *testing.T) {
+	for _, deployment := range []string{"gpt-4o-mini", "gpt-4", "o3-mini", "gpt-5-chat", "gpt-5-mini"} {
+		t.Run(deployment, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, _ := client(t, aoai.Options{Deployment: deployment})
+				resp, err := c.Complete(context.Background(), req("hi"))
+				require.NoError(t, err)
+				assert.NotEmpty(t, resp.Content)
+			})
+		})
+	}
 }
 
 func TestThrottleRetriesStopAtMaxAttempts(t *testing.T) {

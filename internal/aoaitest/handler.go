@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -119,7 +120,14 @@ func (ex *exchange) serve() {
 		ex.throttled(wait, v)
 		return
 	}
-	if window := ex.s.window(ex.model); prompt+maxTokens > window {
+	// The prompt and completion must fit the window, and the prompt alone
+	// the input limit where the model has one (gpt-5: 272,000 of 400,000).
+	f := ex.s.facts(ex.model)
+	window := f.ContextWindow
+	if f.InputLimit > 0 && prompt > f.InputLimit {
+		window = f.InputLimit
+	}
+	if prompt+maxTokens > f.ContextWindow || prompt > window {
 		ex.setRateHeaders(v)
 		ex.model400(invalidRequest{
 			Message: contextMessage(window, prompt, maxTokens),
@@ -252,8 +260,13 @@ func (ex *exchange) known(deployment string) bool {
 }
 
 // maxTokens returns max_completion_tokens or else max_tokens (0 when
-// neither is set), answering the 400 Azure gives for a value below 1.
+// neither is set), answering the 400 Azure gives for a value below 1, and
+// the one a reasoning model gives for max_tokens.
 func (ex *exchange) maxTokens(req chatRequest) (int, bool) {
+	if req.MaxTokens != nil && modelfacts.Lookup(ex.model).TokenField == modelfacts.MaxCompletionTokens {
+		ex.invalid("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+		return 0, false
+	}
 	name, p := "max_tokens", req.MaxTokens
 	if req.MaxCompletionTokens != nil {
 		name, p = "max_completion_tokens", req.MaxCompletionTokens

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tiktoken-go/tokenizer"
 
+	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -57,8 +58,10 @@ type Options struct {
 	// nominal 1,000,000 tokens (1,000 requests per 10 s) that is never
 	// enforced.
 	TPM int
-	// ContextWindow is the model's context window in tokens; 0 means by
-	// model (128000 for gpt-4o, 8192 for gpt-4, ...).
+	// ContextWindow is the model's context window in tokens, and no input
+	// limit besides it; 0 means by model, from package modelfacts (128000
+	// for gpt-4o, 8192 for gpt-4, 400000 with a 272000 input limit for
+	// gpt-5, ...).
 	ContextWindow int
 	// Logger receives one Info line per request (never prompt text or
 	// credentials); nil means no logging.
@@ -296,7 +299,7 @@ func (s *Server) peek(deployment string) verdict {
 
 // counter returns the token counter and codec of a model's encoding.
 func (s *Server) counter(model string) (*tokens.Counter, tokenizer.Codec, error) {
-	enc := tokens.EncodingForModel(model)
+	enc := modelfacts.Lookup(model).Encoding
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.counts[enc]; ok {
@@ -322,12 +325,13 @@ func (s *Server) model(deployment string) string {
 	return deriveModel(deployment)
 }
 
-// window returns the context window of a model.
-func (s *Server) window(model string) int {
+// facts returns a model's facts, with Options.ContextWindow when set.
+func (s *Server) facts(model string) modelfacts.Facts {
+	f := modelfacts.Lookup(model)
 	if s.opts.ContextWindow > 0 {
-		return s.opts.ContextWindow
+		f.ContextWindow, f.InputLimit = s.opts.ContextWindow, 0
 	}
-	return ContextWindow(model)
+	return f
 }
 
 // versionSuffix matches a deployment name's model version: "-0613" or
@@ -336,41 +340,6 @@ var versionSuffix = regexp.MustCompile(`-(\d{4}|\d{4}-\d{2}-\d{2})$`)
 
 func deriveModel(deployment string) string {
 	return versionSuffix.ReplaceAllString(deployment, "")
-}
-
-// ContextWindow returns the context window in tokens of a model (or of a
-// deployment named after one), as published for the Azure OpenAI models:
-// 1047576 for gpt-4.1, 400000 for gpt-5, 200000 for the o-series, 128000 for
-// gpt-4o and gpt-4-turbo, 32768 for gpt-4-32k, 8192 for gpt-4, 16385 for
-// gpt-35-turbo, and 128000 for names it does not know.
-func ContextWindow(model string) int {
-	m := strings.ToLower(model)
-	has := func(p ...string) bool {
-		for _, x := range p {
-			if strings.HasPrefix(m, x) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("gpt-4.1"):
-		return 1047576
-	case has("gpt-5"):
-		return 400000
-	case has("o1", "o3", "o4"):
-		return 200000
-	case has("gpt-4o", "gpt-4-turbo", "gpt-4.5"):
-		return 128000
-	case has("gpt-4-32k"):
-		return 32768
-	case has("gpt-4"):
-		return 8192
-	case has("gpt-35", "gpt-3.5"):
-		return 16385
-	default:
-		return 128000
-	}
 }
 
 // newUUID returns a random RFC 4122 version 4 UUID, the shape of Azure's

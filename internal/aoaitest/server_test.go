@@ -299,17 +299,6 @@ func TestStreamUsageChunk(t *testing.T) {
 }
 
 func TestContextWindowByModel(t *testing.T) {
-	tests := []struct {
-		model string
-		want  int
-	}{
-		{"gpt-4o", 128000}, {"gpt-4o-mini", 128000}, {"gpt-4", 8192}, {"gpt-4-0613", 8192},
-		{"gpt-4-32k", 32768}, {"gpt-4-turbo", 128000}, {"gpt-4.1-nano", 1047576},
-		{"gpt-35-turbo", 16385}, {"gpt-5-mini", 400000}, {"o3-mini", 200000}, {"my-deployment", 128000},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, aoaitest.ContextWindow(tt.model), tt.model)
-	}
 	// The default applies when Options.ContextWindow is 0: 8192 tokens for
 	// gpt-4, so 8000 prompt tokens + 1000 is too many.
 	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4"}})
@@ -317,6 +306,19 @@ func TestContextWindowByModel(t *testing.T) {
 	assert.Equal(t, 400, resp.StatusCode)
 	assert.Equal(t, "context_length_exceeded", errorCode(t, b))
 	assert.Contains(t, errorMessage(t, b), "maximum context length is 8192 tokens")
+
+	// gpt-5 takes 400,000 tokens in all but 272,000 of prompt at most.
+	sim = aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-5"}})
+	long := `{"messages":[{"role":"user","content":"` + strings.Repeat("word ", 272_100) + `"}],"max_completion_tokens":100}`
+	resp, b = post(t, sim, "gpt-5", long, nil)
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "context_length_exceeded", errorCode(t, b))
+	assert.Contains(t, errorMessage(t, b), "maximum context length is 272000 tokens")
+
+	// A reasoning model refuses max_tokens, as Azure does.
+	resp, b = post(t, sim, "gpt-5", chatBody("hi", 100, false), nil)
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "unsupported_parameter", errorCode(t, b))
 }
 
 func TestLatencyModel(t *testing.T) {

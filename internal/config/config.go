@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/timebox-dev/timebox/internal/tokens"
+	"github.com/timebox-dev/timebox/internal/modelfacts"
 )
 
 // PlatformLimit is the most an HTTP-triggered function can take to answer
@@ -64,12 +64,13 @@ type Config struct {
 	// MaxTokens is the completion token limit sent upstream when the caller
 	// asks for none, and the cap on what a caller may ask (MAX_TOKENS, default 1024).
 	MaxTokens int
-	// ContextWindow is the tokens the model accepts (CONTEXT_WINDOW, default
-	// by the deployment's model name: 8192 for gpt-4, 16385 for gpt-35-turbo,
-	// 128000 otherwise).
+	// ContextWindow is the tokens the prompt and the completion may hold
+	// together (CONTEXT_WINDOW; default by the deployment's model name, from
+	// package modelfacts: the model's window, or its input limit plus
+	// MaxTokens when that is smaller; 128000 for a name it does not know).
 	ContextWindow int
 	// Encoding is the tokenizer (TOKENIZER: o200k_base or cl100k_base;
-	// default by the deployment's model name).
+	// default by the deployment's model name, from package modelfacts).
 	Encoding string
 	// TPM is the deployment's tokens-per-minute limit (DEPLOYMENT_TPM); 0
 	// means unknown: no pre-check.
@@ -174,7 +175,10 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("CLIENT_TIMEOUT_MARGIN", "%s must be below REQUEST_BUDGET (%s)", c.ClientTimeoutMargin, c.Budget)
 	}
 
-	c.Encoding = tokens.EncodingForModel(c.Deployment)
+	// The deployment is named after its model, or CONTEXT_WINDOW and
+	// TOKENIZER say what the name does not.
+	facts := modelfacts.Lookup(c.Deployment)
+	c.Encoding = facts.Encoding
 	if v := get("TOKENIZER"); v != "" {
 		if v != "o200k_base" && v != "cl100k_base" {
 			bad("TOKENIZER", "%q must be o200k_base or cl100k_base", v)
@@ -182,7 +186,7 @@ func Load(getenv func(string) string) (Config, error) {
 			c.Encoding = v
 		}
 	}
-	c.ContextWindow = integer("CONTEXT_WINDOW", DefaultContextWindow(c.Deployment), 256, 10_000_000)
+	c.ContextWindow = integer("CONTEXT_WINDOW", facts.PromptWindow(c.MaxTokens)+c.MaxTokens, 256, 10_000_000)
 	if c.MaxTokens >= c.ContextWindow {
 		bad("MAX_TOKENS", "%d must be below CONTEXT_WINDOW (%d)", c.MaxTokens, c.ContextWindow)
 	}
@@ -216,23 +220,6 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
 	}
 	return c, nil
-}
-
-// DefaultContextWindow is the context window assumed for a deployment whose
-// name starts with a model name, when CONTEXT_WINDOW is not set.
-func DefaultContextWindow(deployment string) int {
-	d := strings.ToLower(deployment)
-	switch {
-	case strings.HasPrefix(d, "gpt-4o"), strings.HasPrefix(d, "gpt-4.1"), strings.HasPrefix(d, "gpt-4-turbo"), strings.HasPrefix(d, "gpt-5"):
-		return 128000
-	case strings.HasPrefix(d, "gpt-4-32k"):
-		return 32768
-	case strings.HasPrefix(d, "gpt-4"):
-		return 8192
-	case strings.HasPrefix(d, "gpt-35-turbo"), strings.HasPrefix(d, "gpt-3.5-turbo"):
-		return 16385
-	}
-	return 128000
 }
 
 // checkOrigin accepts scheme://host[:port] with no path, and at most one

@@ -62,6 +62,29 @@ func TestAcceptsEverySetting(t *testing.T) {
 	assert.Equal(t, slog.LevelDebug, c.LogLevel)
 }
 
+// The deployment's model name sets the context window and tokenizer
+// (package modelfacts): a gpt-5 prompt gets its 272,000-token input limit,
+// gpt-4.1 the 300,000 of a standard deployment.
+func TestModelDefaults(t *testing.T) {
+	tests := []struct {
+		deployment string
+		window     int
+		encoding   string
+	}{
+		{"gpt-4o-mini", 128_000, "o200k_base"},
+		{"gpt-4.1", 300_000, "o200k_base"},
+		{"gpt-5", 272_000 + 1024, "o200k_base"},
+		{"gpt-35-turbo", 16_385, "cl100k_base"},
+	}
+	for _, tt := range tests {
+		kv := map[string]string{"AZURE_OPENAI_ENDPOINT": "https://contoso.openai.azure.com", "AZURE_OPENAI_DEPLOYMENT": tt.deployment}
+		c, err := config.Load(env(kv))
+		require.NoError(t, err)
+		assert.Equal(t, tt.window, c.ContextWindow, tt.deployment)
+		assert.Equal(t, tt.encoding, c.Encoding, tt.deployment)
+	}
+}
+
 func TestRefusesEachInvalidSetting(t *testing.T) {
 	tests := []struct {
 		name, key, value string

@@ -7,11 +7,12 @@ package tokens
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/timebox-dev/timebox/internal/modelfacts"
 )
 
 // Per-message overheads of the chat format (OpenAI cookbook, "How to count
@@ -104,25 +105,9 @@ func (c *Counter) loadNow() {
 	})
 }
 
-// EncodingForModel names the encoding a model (or deployment name that
-// starts with a model name) uses: cl100k_base for gpt-4 and gpt-3.5/35 turbo
-// (but not gpt-4o or gpt-4.1), o200k_base for everything newer and for names
-// it does not know.
-func EncodingForModel(model string) string {
-	m := strings.ToLower(model)
-	switch {
-	case strings.HasPrefix(m, "gpt-4o"), strings.HasPrefix(m, "gpt-4.1"), strings.HasPrefix(m, "gpt-4.5"):
-		return string(tokenizer.O200kBase)
-	case strings.HasPrefix(m, "gpt-4"), strings.HasPrefix(m, "gpt-35"), strings.HasPrefix(m, "gpt-3.5"):
-		return string(tokenizer.Cl100kBase)
-	default:
-		return string(tokenizer.O200kBase)
-	}
-}
-
-// ForModel returns a Counter with the encoding EncodingForModel picks.
+// ForModel returns a Counter with the model's encoding (modelfacts).
 func ForModel(model string) (*Counter, error) {
-	return New(EncodingForModel(model))
+	return New(modelfacts.Lookup(model).Encoding)
 }
 
 // Encoding returns the name of the Counter's encoding.

@@ -20,22 +20,6 @@ func TestPromptMatchesRecordedUsage(t *testing.T) {
 	assert.Equal(t, 42, c.Prompt([]tokens.Message{{Role: "user", Content: fixturePrompt}}))
 }
 
-func TestEncodingForModel(t *testing.T) {
-	tests := []struct{ model, want string }{
-		{"gpt-4", "cl100k_base"},
-		{"gpt-4-0613", "cl100k_base"},
-		{"gpt-35-turbo", "cl100k_base"},
-		{"gpt-4o", "o200k_base"},
-		{"gpt-4o-mini", "o200k_base"},
-		{"gpt-4.1-nano", "o200k_base"},
-		{"gpt-5", "o200k_base"},
-		{"my-deployment", "o200k_base"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, tokens.EncodingForModel(tt.model), tt.model)
-	}
-}
-
 func TestNewRefusesUnknownEncoding(t *testing.T) {
 	_, err := tokens.New("p50k_base")
 	assert.Error(t, err)
