@@ -47,7 +47,8 @@ type Options struct {
 	APIKey string
 	// Credential is the Entra ID credential used when APIKey is empty.
 	Credential azcore.TokenCredential
-	// Transport sends the requests; nil means azcore's default HTTP client.
+	// Transport sends the requests; nil means azcore's default HTTP client
+	// with connections kept for 100 requests at a time (newTransport).
 	Transport policy.Transporter
 	// FastFailure is the threshold at or above which a failed attempt is a
 	// timeout (KindSlowFailure) and is never retried. 0 means 30 s.
@@ -123,6 +124,9 @@ func New(o Options) (*Client, error) {
 			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: insecure})
 	default:
 		return nil, errors.New("aoai: an API key or a credential is required")
+	}
+	if o.Transport == nil {
+		o.Transport = newTransport()
 	}
 	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
 		&policy.ClientOptions{

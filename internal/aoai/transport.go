@@ -1,0 +1,43 @@
+package aoai
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// MaxIdleConns is how many idle connections to the upstream host are kept:
+// as many as the Functions host sends requests at once (host.json's
+// maxConcurrentRequests), so that a full instance reuses its connections.
+const MaxIdleConns = 100
+
+// newTransport is azcore's default transport (TLS 1.2 or later, the
+// environment's proxy, HTTP/2 with health pings) but for the idle
+// connections kept per host: azcore keeps 10, so over HTTP/1.1 (a proxy,
+// the simulator) every request past the tenth at a time opened a new
+// connection and left one in TIME_WAIT when it finished.
+func newTransport() *http.Client {
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          MaxIdleConns,
+		MaxIdleConnsPerHost:   MaxIdleConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, Renegotiation: tls.RenegotiateFreelyAsClient},
+	}
+	if h2, err := http2.ConfigureTransports(t); err == nil {
+		// Ping a connection idle for 10 s; close it if no answer in 5 s.
+		h2.ReadIdleTimeout = 10 * time.Second
+		h2.PingTimeout = 5 * time.Second
+	}
+	return &http.Client{Transport: t}
+}

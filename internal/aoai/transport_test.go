@@ -1,0 +1,78 @@
+package aoai_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+)
+
+// A full instance (host.json: 100 requests at a time) reuses its upstream
+// connections over HTTP/1.1: after one round of 100 concurrent calls, a
+// second round opens none. (azcore's default transport keeps 10 idle per
+// host, so the second round opened 90.)
+func TestDefaultTransportKeepsConnectionsForAFullInstance(t *testing.T) {
+	const n = aoai.MaxIdleConns
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	var (
+		opened  atomic.Int64
+		mu      sync.Mutex
+		arrived int
+		all     chan struct{}
+	)
+	// Every request of a round waits until all n have arrived, so the round
+	// really holds n connections at once.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		if arrived == n {
+			close(all)
+		}
+		wait := all
+		mu.Unlock()
+		select {
+		case <-wait:
+		case <-r.Context().Done():
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	endpoint, _ := url.Parse(srv.URL)
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	round := func() int64 {
+		mu.Lock()
+		arrived, all = 0, make(chan struct{})
+		mu.Unlock()
+		before := opened.Load()
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				_, err := c.Complete(context.Background(), req("hi"))
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		return opened.Load() - before
+	}
+	require.Equal(t, int64(n), round(), "the first round opens one connection per call")
+	assert.Zero(t, round(), "the second round reuses the first round's connections")
+}
