@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // MaxIdleConns is how many idle connections to the upstream host are kept:
@@ -32,12 +30,9 @@ func newTransport() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, Renegotiation: tls.RenegotiateFreelyAsClient},
-	}
-	if h2, err := http2.ConfigureTransports(t); err == nil {
-		// Ping a connection idle for 10 s; close it if no answer in 5 s.
-		h2.ReadIdleTimeout = 10 * time.Second
-		h2.PingTimeout = 5 * time.Second
+		// Ping an HTTP/2 connection idle for 10 s; close it if no answer in 5 s.
+		HTTP2:           &http.HTTP2Config{SendPingTimeout: 10 * time.Second, PingTimeout: 5 * time.Second},
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, Renegotiation: tls.RenegotiateFreelyAsClient},
 	}
 	return &http.Client{Transport: t}
 }
