@@ -12,6 +12,7 @@ for (const s of list) $('scenario').append(new Option(s.label, s.id));
 const pick = () => list.find((s) => s.id === $('scenario').value) ?? list[0];
 const params = new URLSearchParams(location.search);
 if (params.has('scenario')) $('scenario').value = params.get('scenario');
+if (params.get('stream') === '0') $('stream').checked = false;
 $('expect').textContent = `Expect: ${pick().expect}.`;
 $('scenario').addEventListener('change', () => ($('expect').textContent = `Expect: ${pick().expect}.`));
 
@@ -21,19 +22,90 @@ const client = new TimeboxClient({
 });
 
 const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(n >= 10_000 ? 1 : 2)} s` : `${Math.round(n)} ms`);
+const CANCELLED = 'cancelled by the user';
 
-function row(e) {
-  const tr = document.createElement('tr');
-  tr.className = e.decision === 'success' ? 'success' : e.retry ? 'retry' : 'stop';
-  const decision = e.decision === 'success' ? 'success' : e.retry ? 'retry' : `stop: ${e.decision}`;
-  const wait = e.retry || e.decision === 'wait_too_long' ? ms(e.waitMs) : '';
-  for (const text of [e.attempt, e.status === 0 ? 'network error' : e.status, ms(e.elapsedMs), decision, wait, e.code ?? '', '']) {
-    const td = document.createElement('td');
-    td.textContent = String(text);
-    tr.append(td);
-  }
-  $('timeline').tBodies[0].append(tr);
-}
+// The timeline. Attempt n + 1 starts when the wait after attempt n ends (the
+// client's rule: AttemptEvent.waitMs), so one ticker can show a running
+// counter in the attempt's row while it runs and in its wait cell while the
+// client waits, without asking the client for more than onAttempt.
+const timeline = {
+  row: undefined, // the <tr> of the attempt in flight, or of the attempt whose wait runs
+  phase: 'idle', // 'attempt' | 'wait' | 'idle'
+  since: 0, // performance.now() when the phase began
+  waitMs: 0,
+  ticker: undefined,
+
+  start() {
+    this.stop();
+    this.attempt(1);
+    this.ticker = setInterval(() => this.tick(), 100);
+  },
+  attempt(n) {
+    const tr = document.createElement('tr');
+    tr.className = 'running';
+    for (const text of [n, '', '0 ms', 'running', '', '', '']) {
+      const td = document.createElement('td');
+      td.textContent = String(text);
+      tr.append(td);
+    }
+    $('timeline').tBodies[0].append(tr);
+    this.row = tr;
+    this.phase = 'attempt';
+    this.since = performance.now();
+  },
+  streaming() {
+    if (this.phase === 'attempt') this.row.cells[3].textContent = 'streaming';
+  },
+  // onAttempt: the attempt in flight ended.
+  ended(e) {
+    // The ticker may not have opened the row yet (the attempt failed within a tick of the wait's end).
+    if (this.phase === 'wait') {
+      this.row.cells[4].textContent = ms(this.waitMs);
+      this.attempt(e.attempt);
+    }
+    const tr = this.row;
+    tr.className = e.decision === 'success' ? 'success' : e.decision === 'cancelled' ? 'cancelled' : e.retry ? 'retry' : 'stop';
+    const decision = e.decision === 'success' ? 'success' : e.decision === 'cancelled' ? CANCELLED : e.retry ? 'retry' : `stop: ${e.decision}`;
+    const wait = e.retry || e.decision === 'wait_too_long' ? ms(e.waitMs) : '';
+    const cells = [e.attempt, e.status === 0 ? 'network error' : e.status, ms(e.elapsedMs), decision, wait, e.code ?? ''];
+    cells.forEach((text, i) => (tr.cells[i].textContent = String(text)));
+    if (e.retry) {
+      this.phase = 'wait';
+      this.waitMs = e.waitMs;
+      this.since = performance.now();
+    } else {
+      this.phase = 'idle';
+    }
+  },
+  tick() {
+    const t = performance.now() - this.since;
+    if (this.phase === 'attempt') this.row.cells[2].textContent = ms(t);
+    if (this.phase === 'wait') {
+      if (t < this.waitMs) {
+        this.row.cells[4].textContent = `${ms(t)} of ${ms(this.waitMs)}`;
+      } else {
+        this.row.cells[4].textContent = ms(this.waitMs);
+        this.attempt(Number(this.row.cells[0].textContent) + 1);
+      }
+    }
+  },
+  // The call ended: a wait cut short by a cancel gets its own row; a running row is closed.
+  finish(cancelled) {
+    if (cancelled && this.phase === 'wait') {
+      this.row.cells[4].textContent = ms(Math.min(this.waitMs, performance.now() - this.since));
+      this.attempt(Number(this.row.cells[0].textContent) + 1);
+      this.row.className = 'cancelled';
+      this.row.cells[2].textContent = '0 ms';
+      this.row.cells[3].textContent = `${CANCELLED} (before it was sent)`;
+    }
+    this.stop();
+  },
+  stop() {
+    clearInterval(this.ticker);
+    this.ticker = undefined;
+    this.phase = 'idle';
+  },
+};
 
 // fillServerTime puts each attempt's Server-Timing (where the handler says the
 // time went) in the last column: the browser records one resource entry per
@@ -68,8 +140,16 @@ function details(pairs) {
 function setState(state) {
   $('state').textContent = state;
   $('state').dataset.state = state;
-  $('ask').disabled = state === 'running';
-  $('cancel').disabled = state !== 'running';
+  const busy = state === 'running' || state === 'streaming';
+  $('ask').disabled = busy;
+  $('cancel').disabled = !busy;
+}
+
+// The whole call's running counter, next to the state.
+let callTicker;
+function runClock(started) {
+  clearInterval(callTicker);
+  callTicker = setInterval(() => ($('total').textContent = `Running ${ms(performance.now() - started)}.`), 100);
 }
 
 let controller;
@@ -80,14 +160,32 @@ $('ask-form').addEventListener('submit', async (ev) => {
   controller = new AbortController();
   $('timeline').tBodies[0].replaceChildren();
   for (const id of ['answer', 'error', 'details']) $(id).hidden = true;
+  $('answer').textContent = '';
+  $('answer').classList.remove('partial');
   $('total').textContent = '';
   performance.clearResourceTimings();
   setState('running');
   const directive = pick().directive();
-  const content = directive ? `${directive} ${$('question').value}` : $('question').value;
+  const question = pick().question ?? $('question').value;
+  const content = directive ? `${directive} ${question}` : question;
+  const request = { messages: [{ role: 'user', content }] };
   const started = performance.now();
+  runClock(started);
+  timeline.start();
+  const options = { signal: controller.signal, onAttempt: (e) => timeline.ended(e) };
   try {
-    const r = await client.chat({ messages: [{ role: 'user', content }] }, { signal: controller.signal, onAttempt: row });
+    const r = $('stream').checked
+      ? await client.chatStream(request, {
+        ...options,
+        onDelta: (_, soFar) => {
+          // The text as it is written; the page's state says the answer is on its way.
+          if ($('state').dataset.state !== 'streaming') setState('streaming');
+          timeline.streaming();
+          $('answer').textContent = soFar;
+          $('answer').hidden = false;
+        },
+      })
+      : await client.chat(request, options);
     $('answer').textContent = r.answer;
     $('answer').hidden = false;
     details([
@@ -96,11 +194,21 @@ $('ask-form').addEventListener('submit', async (ev) => {
     ]);
     setState('answered');
   } catch (err) {
+    timeline.finish(controller.signal.aborted);
     if (err instanceof TimeboxError) {
+      // What the model had written stays on screen, marked partial, with the reason under it.
+      if (err.partial) {
+        $('answer').textContent = err.partial.answer;
+        $('answer').classList.add('partial');
+        $('answer').hidden = false;
+      } else {
+        $('answer').hidden = true;
+      }
       $('error').textContent = err.message;
       details([
         ['status', err.status], ['code', err.code], ['requestId', err.requestId], ['attempts', err.attempts],
         ['elapsedMs', Math.round(err.elapsedMs)], ['retryAfterMs', err.retryAfterMs], ['timeout', err.timeout], ['reason', err.reason],
+        ['partialChars', err.partial?.answer.length], ['completionTokens', err.partial?.completionTokens],
       ]);
     } else {
       $('error').textContent = err?.message ?? String(err);
@@ -108,6 +216,8 @@ $('ask-form').addEventListener('submit', async (ev) => {
     $('error').hidden = false;
     setState('failed');
   } finally {
+    timeline.stop();
+    clearInterval(callTicker);
     fillServerTime();
     $('total').textContent = `Total ${ms(performance.now() - started)}.`;
   }

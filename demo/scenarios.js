@@ -1,5 +1,6 @@
 // The scenario picker: each scenario is a simulator directive put in front
-// of the question (internal/aoaitest: "[[sim:...]]", the last one wins).
+// of the question (internal/aoaitest: "[[sim:...]]", the last one wins), or
+// a question of its own.
 // thresholdMs and budgetMs are the handler's FAST_FAILURE_THRESHOLD and
 // REQUEST_BUDGET, as demo/serve.mjs was told.
 
@@ -37,6 +38,13 @@ export function scenarios({ thresholdMs, budgetMs }) {
       label: `Slow failure (503 after ${slowFailureAfter} ms)`,
       directive: () => `[[sim:status code=503 after=${slowFailureAfter}]]`,
       expect: 'the upstream failed after the threshold: a 500, not retried',
+    },
+    {
+      id: 'long',
+      label: 'Long answer past the budget',
+      directive: () => '',
+      question: 'Count to 5000, with a comma between each number, no newlines and a period at the end.',
+      expect: `the answer streams in until the budget (${Math.round(budgetMs / 1000)} s) runs out: the text so far stays, marked partial, with the server's readable message under it; one request`,
     },
     {
       id: 'hang',
