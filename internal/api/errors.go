@@ -33,6 +33,7 @@ func invalid(format string, args ...any) *Error {
 
 var (
 	errOriginNotAllowed = &Error{http.StatusForbidden, "origin_not_allowed", "This site is not allowed to call the service."}
+	errOriginAmbiguous  = &Error{http.StatusForbidden, "origin_not_allowed", "The request carries more than one Origin header."}
 	errNotFound         = &Error{http.StatusNotFound, "not_found", "There is nothing at this address."}
 	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "This address does not accept that method."}
 	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}

@@ -185,6 +185,68 @@ func TestOrigins(t *testing.T) {
 	}
 }
 
+// The issue's rows: with ALLOWED_ORIGINS=https://*.sharepoint.com a string
+// match let a path or a fragment carry the suffix; origins are parsed, and
+// the wildcard stands for whole leading labels only.
+func TestWildcardOriginMatchesWholeLabels(t *testing.T) {
+	tests := []struct {
+		origin string
+		want   int
+	}{
+		{"https://contoso.sharepoint.com", 200},
+		{"https://a.b.sharepoint.com", 200},
+		{"https://evil.com/.sharepoint.com", 403},
+		{"https://evil.com#.sharepoint.com", 403},
+		{"https://evil.com?.sharepoint.com", 403},
+		{"https://evilsharepoint.com", 403},
+		{"https://sharepoint.com", 403},
+		{"https://contoso.sharepoint.com:8443", 403},
+		{"null", 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.origin, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, map[string]string{"ALLOWED_ORIGINS": "https://*.sharepoint.com"}, aoaitest.Options{})
+				r := chatRequest(ask("hello"))
+				r.Header.Set("Origin", tt.origin)
+				w := h.do(r)
+				assert.Equal(t, tt.want, w.Code)
+				if tt.want == 200 {
+					assert.Equal(t, tt.origin, w.Header().Get("Access-Control-Allow-Origin"))
+					return
+				}
+				assert.Equal(t, "origin_not_allowed", decodeError(t, w).Error.Code)
+				assert.Empty(t, w.Header().Values("Access-Control-Allow-Origin"), "an unchecked origin is never echoed")
+				assert.Equal(t, 0, h.sim.Stats().Requests)
+			})
+		})
+	}
+}
+
+// Two Origin headers, the allowed one first: refused, nothing echoed, for
+// a request and for a preflight.
+func TestTwoOriginHeadersAreRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		r := chatRequest(ask("hello"))
+		r.Header.Set("Origin", allowedOrigin)
+		r.Header.Add("Origin", "http://evil.example")
+		w := h.do(r)
+		assert.Equal(t, http.StatusForbidden, w.Code)
+		assert.Equal(t, "origin_not_allowed", decodeError(t, w).Error.Code)
+		assert.Empty(t, w.Header().Values("Access-Control-Allow-Origin"))
+		assert.Equal(t, 0, h.sim.Stats().Requests)
+
+		p := httptest.NewRequestWithContext(context.Background(), http.MethodOptions, "/api/chat", nil)
+		p.Header.Set("Origin", allowedOrigin)
+		p.Header.Add("Origin", "http://evil.example")
+		p.Header.Set("Access-Control-Request-Method", "POST")
+		w = h.do(p)
+		assert.Equal(t, http.StatusForbidden, w.Code)
+		assert.Empty(t, w.Header().Values("Access-Control-Allow-Origin"))
+	})
+}
+
 func TestNoOriginIsAllowedWhenTheListIsEmpty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, map[string]string{"ALLOWED_ORIGINS": ""}, aoaitest.Options{})

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/origin"
 )
 
 // Headers a browser may send and read. SPFx's AadHttpClient sends
@@ -26,23 +27,20 @@ var (
 )
 
 // newCORS answers preflights and sets CORS headers on every answer to an
-// allowed origin, errors included. Exact origins, or one "*." wildcard label
-// (rs/cors matches the prefix and the suffix around it).
+// allowed origin, errors included. Which origins are allowed is decided by
+// package origin (parsed, whole labels for a wildcard), not by rs/cors's
+// string match. The settings were checked when they were loaded; one that
+// does not parse allows nothing.
 func newCORS(origins []string) *cors.Cors {
+	set, _ := origin.NewSet(origins)
 	o := cors.Options{
-		AllowedOrigins: origins,
+		AllowOriginFunc: set.Allows,
 		// Every method, so that a 405 is readable too; the routes decide
 		// what is served.
 		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders: allowedHeaders,
 		ExposedHeaders: exposedHeaders,
 		MaxAge:         600,
-	}
-	if len(origins) == 0 {
-		// An empty list means "allow all" to rs/cors; to timebox it means
-		// "allow none". (AllowOriginFunc overrides AllowedOrigins, so it is
-		// set only here.)
-		o.AllowOriginFunc = func(string) bool { return false }
 	}
 	return cors.New(o)
 }
@@ -193,10 +191,16 @@ func newID() string {
 }
 
 // checkOrigin refuses a request whose Origin is present and not allowed,
-// before anything else happens (no upstream call). Callers that send no
-// Origin, such as the CLI or another service, pass.
+// or that carries more than one Origin header (a browser sends one; with
+// two, which one CORS would echo is anybody's guess), before anything else
+// happens (no upstream call, no CORS headers). Callers that send no Origin,
+// such as the CLI or another service, pass.
 func (s *server) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Origin")) > 1 {
+			s.fail(w, r, errOriginAmbiguous)
+			return
+		}
 		if r.Header.Get("Origin") != "" && !s.cors.OriginAllowed(r) {
 			s.fail(w, r, errOriginNotAllowed)
 			return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/modelfacts"
+	"github.com/timebox-dev/timebox/internal/origin"
 )
 
 // PlatformLimit is the most an HTTP-triggered function can take to answer
@@ -196,7 +197,7 @@ func Load(getenv func(string) string) (Config, error) {
 		if o == "" {
 			continue
 		}
-		if err := checkOrigin(o); err != nil {
+		if _, err := origin.ParsePattern(o); err != nil {
 			bad("ALLOWED_ORIGINS", "%q: %v", o, err)
 			continue
 		}
@@ -220,23 +221,6 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
 	}
 	return c, nil
-}
-
-// checkOrigin accepts scheme://host[:port] with no path, and at most one
-// leading "*." wildcard label in the host.
-func checkOrigin(o string) error {
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return errors.New("want scheme://host[:port], e.g. https://contoso.sharepoint.com")
-	}
-	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return errors.New("an origin has no path, query, fragment or credentials")
-	}
-	host := u.Hostname()
-	if strings.Count(host, "*") > 1 || (strings.Contains(host, "*") && !strings.HasPrefix(host, "*.")) {
-		return errors.New(`a wildcard may only be one leading "*." label`)
-	}
-	return nil
 }
 
 func isLoopback(host string) bool {
