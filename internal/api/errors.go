@@ -85,6 +85,12 @@ func toAnswer(err error) answer {
 		if step.Step == "extract" {
 			what = "Reading the document " + strconv.Quote(step.Name)
 		}
+		if step.Request > 0 {
+			// The request's clock ran out, not the step's: say so, with the
+			// request's time, not the step's timeout.
+			return answer{status: http.StatusInternalServerError, code: code,
+				msg: fmt.Sprintf("%s was not finished when the request's time (%s in all) ran out, so the request was stopped. Try fewer or smaller documents and pages.", what, step.Request.Round(100*time.Millisecond))}
+		}
 		return answer{status: http.StatusInternalServerError, code: code,
 			msg: fmt.Sprintf("%s took longer than %s, so the request was stopped. Try without it, or with a smaller one.", what, step.Timeout.Round(100*time.Millisecond))}
 	case errors.Is(err, budget.ErrExhausted), errors.Is(err, budget.ErrClientTimeout), errors.Is(err, context.DeadlineExceeded):

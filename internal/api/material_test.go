@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -220,5 +221,49 @@ func TestTrimmingKeepsTheQuestionAndSaysWhatWasCut(t *testing.T) {
 		require.Len(t, recs, 1)
 		assert.Equal(t, 200, recs[0].Status, "the simulator, counting the same way, accepted it")
 		assert.Contains(t, resp.Answer, "newest question", "the question was kept")
+	})
+}
+
+// takesExtractor reads every document in d of (virtual) time, honouring ctx.
+type takesExtractor struct{ d time.Duration }
+
+func (e takesExtractor) Extract(ctx context.Context, d extract.Document) (extract.Result, error) {
+	select {
+	case <-time.After(e.d):
+		return extract.Result{Text: "text of " + d.Name}, nil
+	case <-ctx.Done():
+		return extract.Result{}, &extract.Error{Name: d.Name, Err: ctx.Err()}
+	}
+}
+
+// The message names the clock that ran out. With a 20 s budget and
+// documents that take 12 s each, read 4 at a time, the fifth starts at 12 s
+// and is stopped by the request's deadline (19.75 s), not by its own 15 s:
+// the answer says the request's 20 s ran out. One document that outlasts
+// its own 15 s is still told so.
+func TestStepTimeoutNamesTheClockThatRanOut(t *testing.T) {
+	docs := make([]doc, 5)
+	for i := range docs {
+		docs[i] = doc{Name: fmt.Sprintf("part%d.txt", i+1), ContentType: "text/plain", Data: b64([]byte("x"))}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		env := map[string]string{"REQUEST_BUDGET": "20s", "FAST_FAILURE_THRESHOLD": "2s"}
+		h := newHarness(t, env, aoaitest.Options{}, withExtractor(takesExtractor{12 * time.Second}))
+		start := time.Now()
+		w := h.do(chatRequest(chatWith("q", docs, nil)))
+		assert.Equal(t, 20*time.Second-250*time.Millisecond, time.Since(start))
+		assert.Equal(t, http.StatusInternalServerError, w.Code)
+		e := decodeError(t, w)
+		assert.Equal(t, "extract_timeout", e.Error.Code)
+		assert.Contains(t, e.Error.Message, `"part5.txt"`)
+		assert.Contains(t, e.Error.Message, "the request's time (20s in all) ran out")
+		assert.NotContains(t, e.Error.Message, "15s")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{}, withExtractor(takesExtractor{time.Minute}))
+		w := h.do(chatRequest(chatWith("q", docs[:1], nil)))
+		e := decodeError(t, w)
+		assert.Equal(t, "extract_timeout", e.Error.Code)
+		assert.Contains(t, e.Error.Message, `"part1.txt" took longer than 15s`)
 	})
 }

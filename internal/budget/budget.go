@@ -87,16 +87,24 @@ func Remaining(ctx context.Context) time.Duration {
 	return max(time.Until(d), 0)
 }
 
-// StepTimeout is the cause of a step's context that ran out of its own
-// deadline. Step names the kind ("fetch", "extract") and Name the thing (a
-// URL, a document name).
+// StepTimeout is the cause of a step's context that ran out. Step names the
+// kind ("fetch", "extract") and Name the thing (a URL, a document name).
+// Which clock ran out is said by Request: zero when it was the step's own
+// Timeout; otherwise the step's deadline was the request's (less
+// StepMargin), because the request had less time left than the step's
+// timeout, and Request is the request's whole time (its budget, or the
+// caller's timeout less the margin).
 type StepTimeout struct {
 	Step    string
 	Name    string
 	Timeout time.Duration
+	Request time.Duration
 }
 
 func (e *StepTimeout) Error() string {
+	if e.Request > 0 {
+		return fmt.Sprintf("%s %s: the request's %s ran out", e.Step, e.Name, e.Request.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("%s %s: no answer within %s", e.Step, e.Name, e.Timeout.Round(time.Millisecond))
 }
 
@@ -105,14 +113,25 @@ func (e *StepTimeout) Is(target error) bool { return target == context.DeadlineE
 
 // Step returns a context for one downstream step that ends after timeout,
 // or StepMargin before the parent's deadline, whichever is first, with a
-// *StepTimeout cause. When the parent ends first (it is cancelled), the
-// parent's cause stands.
+// *StepTimeout cause that says which of the two it was. When the parent
+// ends first (it is cancelled), the parent's cause stands.
 func Step(parent context.Context, step, name string, timeout time.Duration) (context.Context, context.CancelFunc) {
+	cause := &StepTimeout{Step: step, Name: name, Timeout: timeout}
 	d := time.Now().Add(timeout)
 	if pd, ok := parent.Deadline(); ok && pd.Add(-StepMargin).Before(d) {
 		d = pd.Add(-StepMargin)
+		cause.Request = RequestTime(parent)
 	}
-	return context.WithDeadlineCause(parent, d, &StepTimeout{Step: step, Name: name, Timeout: time.Until(d)})
+	return context.WithDeadlineCause(parent, d, cause)
+}
+
+// RequestTime is the whole time a request was given: from its start to its
+// deadline (the caller's timeout included); 0 without a budget.
+func RequestTime(ctx context.Context) time.Duration {
+	if b := From(ctx); b != nil {
+		return b.Deadline.Sub(b.Started)
+	}
+	return 0
 }
 
 // StepCause returns the *StepTimeout that ended ctx, if one did.
