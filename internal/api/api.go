@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
@@ -66,7 +67,9 @@ type server struct {
 func New(o Options) http.Handler {
 	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
 	r := chi.NewRouter()
-	r.Use(s.begin, s.checkOrigin, s.cors.Handler, s.recoverPanics)
+	// GetHead: HEAD is served wherever GET is (RFC 9110, 9.3.2; net/http
+	// drops the body).
+	r.Use(s.begin, s.checkOrigin, s.cors.Handler, s.recoverPanics, middleware.GetHead)
 	r.NotFound(s.handleNotFound())
 	r.MethodNotAllowed(s.handleMethodNotAllowed())
 	s.routes(r)

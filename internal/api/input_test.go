@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
 // Bad input gets a clear 4xx with a stable code and CORS headers, and never
@@ -351,4 +353,32 @@ func TestDecodeNamesTheFieldAndItsType(t *testing.T) {
 		require.ErrorAs(t, err, &e, tt.body)
 		assert.Equal(t, tt.want, e.Message, tt.body)
 	}
+}
+
+// HEAD is served wherever GET is, on a real server (net/http drops the
+// body), and nowhere else.
+func TestHeadIsServedWhereverGetIs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		_, client := memnet.Serve(t, h.handler)
+		for _, tt := range []struct {
+			path string
+			want int
+		}{{"/api/health", 200}, {"/", 200}, {"/api/chat", 405}, {"/api/nothing", 404}} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, "http://timebox"+tt.path, nil)
+			require.NoError(t, err)
+			req.Header.Set("Origin", allowedOrigin)
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			assert.Equal(t, tt.want, resp.StatusCode, tt.path)
+			assert.Empty(t, body, tt.path)
+			assert.Equal(t, allowedOrigin, resp.Header.Get("Access-Control-Allow-Origin"), tt.path)
+		}
+		lines := h.logLines()
+		require.NotEmpty(t, lines)
+		assert.Equal(t, "HEAD", lines[0]["method"])
+		assert.EqualValues(t, 200, lines[0]["status"])
+	})
 }
