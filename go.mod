@@ -15,6 +15,7 @@ require (
 	github.com/rs/cors v1.11.1
 	github.com/stretchr/testify v1.12.1
 	github.com/tiktoken-go/tokenizer v0.10.0
+	github.com/tmaxmax/go-sse v0.12.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.24.0
 )

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,6 +72,10 @@ type Request struct {
 	Messages  []Message
 	MaxTokens int
 	RequestID string
+	// OnDelta, when set, receives each piece of the answer as it arrives,
+	// in order, on the goroutine that called Complete. The answer is
+	// streamed from Azure OpenAI whether or not it is set.
+	OnDelta func(text string)
 }
 
 // Usage is the token accounting Azure OpenAI reports.
@@ -160,10 +165,14 @@ func New(o Options) (*Client, error) {
 	}, nil
 }
 
-// Complete sends req and returns the answer. Throttled attempts (429) are
-// retried while the wait they ask for fits the time left in ctx and
-// MaxAttempts allows; nothing else is retried here (callers retry fast
-// 5xx). Failures are *Error; when ctx ends the *Error wraps ctx's error.
+// Complete sends req and returns the answer, always streamed from Azure
+// OpenAI (stream: true, with usage) so that the text so far is never lost:
+// a failure after the first piece of text carries it in Error.Partial.
+// Throttled attempts (429) are retried while the wait they ask for fits the
+// time left in ctx and MaxAttempts allows; nothing else is retried here
+// (callers retry fast 5xx), and nothing at all once text has arrived (it
+// would be written twice). Failures are *Error; when ctx ends the *Error
+// wraps ctx's error.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	body, err := c.body(req)
 	if err != nil {
@@ -171,7 +180,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		resp, h, err := c.once(ctx, body, req.RequestID)
+		resp, h, err := c.once(ctx, body, req.RequestID, req.OnDelta)
 		elapsed := time.Since(start)
 		// Azure's own id for the attempt, when it answered.
 		upstreamID := cmp(h.Get("apim-request-id"), h.Get("x-request-id"))
@@ -220,6 +229,9 @@ func (c *Client) body(req Request) ([]byte, error) {
 	m := map[string]any{
 		"messages":   req.Messages,
 		c.tokenField: req.MaxTokens,
+		"stream":     true,
+		// The last chunk then carries the usage (its choices empty).
+		"stream_options": map[string]bool{"include_usage": true},
 	}
 	if c.v1 {
 		m["model"] = c.deployment
@@ -227,31 +239,24 @@ func (c *Client) body(req Request) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// completion is the part of Azure OpenAI's chat.completion that timebox reads.
-type completion struct {
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage Usage `json:"usage"`
-}
-
-// once makes one attempt. It returns the response header for the retry
-// decision; errors are *Error.
-func (c *Client) once(ctx context.Context, body []byte, requestID string) (Response, http.Header, error) {
+// once makes one attempt and reads its stream. It returns the response
+// header for the retry decision; errors are *Error, with the text read so
+// far in Partial.
+func (c *Client) once(ctx context.Context, body []byte, requestID string, onDelta func(string)) (Response, http.Header, error) {
 	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
 	if err != nil {
 		return Response{}, nil, fmt.Errorf("build request: %w", err)
 	}
-	req.Raw().Header.Set("Accept", "application/json")
+	req.Raw().Header.Set("Accept", "text/event-stream")
 	if requestID != "" {
 		req.Raw().Header.Set("x-ms-client-request-id", requestID)
 	}
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
 		return Response{}, nil, fmt.Errorf("set body: %w", err)
 	}
+	// The body is read here, not by azcore, so that text is handed on as it
+	// arrives.
+	runtime.SkipBodyDownload(req)
 	resp, err := c.pl.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -260,25 +265,36 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string) (Respo
 		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil && ctx.Err() != nil {
-		return Response{}, resp.Header, &Error{Kind: KindCanceled, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
-	}
-	if err != nil {
-		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		if err != nil {
+			return Response{}, resp.Header, readFailure(ctx, resp.StatusCode, "", fmt.Errorf("read body: %w", err))
+		}
 		return Response{}, resp.Header, classify(resp.StatusCode, resp.Header, data)
 	}
-	var cc completion
-	if len(data) > maxResponseBytes || json.Unmarshal(data, &cc) != nil || len(cc.Choices) == 0 || cc.Choices[0].Message.Content == nil && cc.Choices[0].FinishReason != "content_filter" {
-		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: errBadBody}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: content type %q", errBadBody, mt)}
 	}
-	out := Response{FinishReason: cc.Choices[0].FinishReason, Usage: cc.Usage, Status: resp.StatusCode}
-	if p := cc.Choices[0].Message.Content; p != nil {
-		out.Content = *p
+	dec := &chatDecoder{}
+	text, err := readStream(resp.Body, dec, onDelta)
+	if err != nil {
+		return Response{}, resp.Header, readFailure(ctx, resp.StatusCode, text, err)
 	}
-	return out, resp.Header, nil
+	finish, usage, _ := dec.result()
+	return Response{Content: text, FinishReason: finish, Usage: usage, Status: resp.StatusCode}, resp.Header, nil
+}
+
+// readFailure classifies a failure while reading an answer: the context's
+// end, a break after the first piece of text (KindBroken, with the text),
+// or before it, a transient failure like any other.
+func readFailure(ctx context.Context, status int, partial string, err error) *Error {
+	switch {
+	case ctx.Err() != nil:
+		return &Error{Kind: KindCanceled, Status: status, Partial: partial, Err: fmt.Errorf("%w (%w)", err, ctx.Err())}
+	case partial != "":
+		return &Error{Kind: KindBroken, Status: status, Partial: partial, Err: err}
+	}
+	return &Error{Kind: KindTransient, Status: status, Err: err}
 }
 
 func cmp[T comparable](v, def T) T {

@@ -20,10 +20,16 @@ import (
 // client joins a real azcore client to the simulator over memnet, on a
 // gpt-4o-mini deployment unless o names another.
 func client(t *testing.T, o aoai.Options) (*aoai.Client, *aoaitest.Server) {
+	return clientOf(t, o, aoaitest.Options{})
+}
+
+// clientOf is client with the simulator's latency model in so.
+func clientOf(t *testing.T, o aoai.Options, so aoaitest.Options) (*aoai.Client, *aoaitest.Server) {
 	if o.Deployment == "" {
 		o.Deployment = "gpt-4o-mini"
 	}
-	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{o.Deployment}})
+	so.APIKey, so.Deployments = "k", []string{o.Deployment}
+	sim := aoaitest.New(so)
 	_, hc := memnet.Serve(t, sim)
 	o.Endpoint, _ = url.Parse("http://127.0.0.1:8081")
 	o.APIKey, o.Transport = "k", hc
@@ -129,4 +135,54 @@ func TestNewNeedsCredentials(t *testing.T) {
 	assert.Error(t, err)
 	_, err = aoai.New(aoai.Options{Deployment: "d", APIKey: "k"})
 	assert.Error(t, err)
+}
+
+// Every answer is streamed from Azure OpenAI, with usage, and handed on
+// piece by piece as it arrives.
+func TestAnswerIsStreamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := clientOf(t, aoai.Options{}, aoaitest.Options{TimeToFirstToken: 2 * time.Second, PerToken: 100 * time.Millisecond})
+		start := time.Now()
+		var at []time.Duration
+		var text string
+		r := req("Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ...")
+		r.OnDelta = func(s string) {
+			at = append(at, time.Since(start))
+			text += s
+		}
+		resp, err := c.Complete(context.Background(), r)
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10.", resp.Content)
+		assert.Equal(t, resp.Content, text, "the deltas make up the answer")
+		assert.Equal(t, "stop", resp.FinishReason)
+		assert.Equal(t, resp.Usage.CompletionTokens, len(at), "one delta per token")
+		assert.Equal(t, 2100*time.Millisecond, at[0], "the first piece as soon as it arrives (the simulator's time to first token and one token's time)")
+		assert.Positive(t, resp.Usage.PromptTokens, "usage from the stream's last chunk")
+		assert.Equal(t, resp.Usage.PromptTokens+resp.Usage.CompletionTokens, resp.Usage.TotalTokens)
+		recs := sim.Requests()
+		require.Len(t, recs, 1)
+		assert.True(t, recs[0].Stream)
+	})
+}
+
+// A deadline after the first token keeps the text so far.
+func TestDeadlineAfterFirstTokenKeepsTheText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sim := clientOf(t, aoai.Options{}, aoaitest.Options{TimeToFirstToken: time.Second, PerToken: time.Second})
+		ctx, cancel, _ := budget.Start(context.Background(), 10*time.Second+500*time.Millisecond)
+		defer cancel()
+		var got string
+		r := req("Count to 100, with a comma between each number, no newlines and a period at the end.")
+		r.OnDelta = func(s string) { got += s }
+		_, err := c.Complete(ctx, r)
+		var e *aoai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, aoai.KindCanceled, e.Kind)
+		assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+		assert.Equal(t, "1, 2, 3, ", e.Partial, "nine tokens in 10.5 s: the first at 2 s (time to first token, then one token's time), then one a second")
+		assert.Equal(t, got, e.Partial)
+		assert.Equal(t, 1, e.Attempts)
+		synctest.Wait()
+		assert.Equal(t, 1, sim.Stats().Cancelled, "the upstream call is cut")
+	})
 }

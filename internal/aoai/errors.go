@@ -41,12 +41,18 @@ const (
 	// KindCanceled: the context ended first (the budget ran out or the
 	// caller went away); the *Error wraps the context's error.
 	KindCanceled
+	// KindBroken: the answer stopped after its first piece of text (the
+	// connection broke, the stream ended early or carried an error). Never
+	// retried: the text so far (Error.Partial) was generated and billed,
+	// and may already have been shown.
+	KindBroken
 )
 
 var kindNames = map[Kind]string{
 	KindTransient: "transient", KindUnavailable: "unavailable", KindThrottled: "throttled",
 	KindTooLarge: "too_large", KindFiltered: "filtered", KindMisconfigured: "misconfigured",
 	KindSlowFailure: "slow_failure", KindRejected: "rejected", KindCanceled: "canceled",
+	KindBroken: "broken",
 }
 
 func (k Kind) String() string {
@@ -70,7 +76,10 @@ type Error struct {
 	// UpstreamRequestID is Azure's id for the failed attempt, when it
 	// answered (see Response.UpstreamRequestID).
 	UpstreamRequestID string
-	Err               error
+	// Partial is the answer's text that had arrived when the attempt
+	// failed; empty when it failed before its first token.
+	Partial string
+	Err     error
 }
 
 func (e *Error) Error() string {

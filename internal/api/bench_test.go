@@ -3,10 +3,13 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,20 +21,34 @@ import (
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
-// recordedBody is the body of internal/aoaitest/testdata/aoai/chat_200_success_apikey.json.
-const recordedBody = `{"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"self_harm":{"filtered":false,"severity":"safe"},"sexual":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}},"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"1, 2, 3, 4, 5, 6, 7, 8, 9, 10.","role":"assistant"}}],"created":1738701397,"id":"Sanitized","model":"gpt-4","object":"chat.completion","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"self_harm":{"filtered":false,"severity":"safe"},"sexual":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}}}],"system_fingerprint":null,"usage":{"completion_tokens":29,"prompt_tokens":42,"total_tokens":71}}`
+// recordedStream is the SSE body of the simulator's testdata recording
+// chat_200_stream_v1_endpoint.json, with the usage chunk Azure adds before
+// [DONE] when asked for it (stream_options.include_usage), as timebox asks.
+func recordedStream(b *testing.B) string {
+	raw, err := os.ReadFile(filepath.Join("..", "aoaitest", "testdata", "aoai", "chat_200_stream_v1_endpoint.json"))
+	require.NoError(b, err)
+	var f struct {
+		Response struct {
+			SSEEvents []string `json:"sse_events"`
+		} `json:"response"`
+	}
+	require.NoError(b, json.Unmarshal(raw, &f))
+	ev := f.Response.SSEEvents
+	usage := `data: {"choices":[],"created":1762463856,"id":"chatcmpl-CZ1eKZM4gkXNmYwZns6yjA1QFU18m","model":"gpt-4-turbo-2024-04-09","object":"chat.completion.chunk","system_fingerprint":"fp_5603ee5e2e","usage":{"completion_tokens":29,"prompt_tokens":42,"total_tokens":71}}` + "\n\n"
+	return strings.Join(ev[:len(ev)-1], "") + usage + ev[len(ev)-1]
+}
 
-// instant is an upstream that answers at once with the recorded body, so
+// instant is an upstream that answers at once with a recorded stream, so
 // the benchmark measures the handler: middleware, decoding, token counting,
-// the azcore pipeline, classification and encoding.
-type instant struct{}
+// the azcore pipeline, reading the stream, classification and encoding.
+type instant struct{ body string }
 
-func (instant) Do(r *http.Request) (*http.Response, error) {
+func (u instant) Do(r *http.Request) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	return &http.Response{
 		StatusCode: http.StatusOK, Request: r,
-		Header: http.Header{"Content-Type": {"application/json"}},
-		Body:   io.NopCloser(strings.NewReader(recordedBody)),
+		Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body:   io.NopCloser(strings.NewReader(u.body)),
 	}, nil
 }
 
@@ -67,7 +84,7 @@ func benchChat(b *testing.B, h http.Handler) {
 
 // BenchmarkChat is the handler's own overhead per chat request.
 func BenchmarkChat(b *testing.B) {
-	benchChat(b, benchHandler(b, instant{}))
+	benchChat(b, benchHandler(b, instant{recordedStream(b)}))
 }
 
 // BenchmarkChatViaSimulator adds the simulator and an in-memory HTTP

@@ -139,6 +139,11 @@ func upstreamAnswer(e *aoai.Error) answer {
 	case aoai.KindTransient:
 		return answer{status: http.StatusBadGateway, code: "upstream_error",
 			msg: "The AI service failed. Try again in a moment."}
+	case aoai.KindBroken:
+		// Not retryable, however fast: the answer had begun, and asking
+		// again would start (and bill) another one.
+		return answer{status: http.StatusInternalServerError, code: "upstream_error",
+			msg: "The AI service stopped in the middle of the answer; what it wrote so far is kept."}
 	}
 	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 }
@@ -147,9 +152,27 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
+// PartialAnswer is the text an answer had reached when it failed, sent
+// with the error to a caller that does not stream (a streaming caller has
+// had it already, as deltas).
+type PartialAnswer struct {
+	Answer           string `json:"answer"`
+	CompletionTokens int    `json:"completionTokens"`
+}
+
+// partialOf returns the text an upstream failure had received, if any.
+func partialOf(err error) string {
+	var upErr *aoai.Error
+	if errors.As(err, &upErr) {
+		return upErr.Partial
+	}
+	return ""
+}
+
 // fail answers err with the row of toAnswer, and hands the detail to the
 // request's log line (begin writes it, once). A caller that went away gets
-// nothing: there is nobody to read it.
+// nothing: there is nobody to read it, and the text generated for it is
+// counted as abandoned. Text that had arrived goes with the error.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	rec := recordFrom(r.Context())
 	var upErr *aoai.Error
@@ -157,8 +180,15 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
 	}
 	rec.err = err
+	var partial *PartialAnswer
+	if text := partialOf(err); text != "" {
+		partial = &PartialAnswer{Answer: text, CompletionTokens: s.Tokens.Text(text)}
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {
 		rec.code = codeClientGone
+		if partial != nil {
+			rec.abandonedTokens = partial.CompletionTokens
+		}
 		return
 	}
 	a := toAnswer(err)
@@ -176,9 +206,14 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.Set("x-should-retry", "false")
 	}
 	stampTiming(w, r)
-	writeJSON(w, a.status, map[string]any{"error": map[string]string{
+	body := map[string]any{"error": map[string]string{
 		"code": a.code, "message": a.msg, "requestId": requestID(r.Context()),
-	}})
+	}}
+	if partial != nil {
+		body["partial"] = partial
+		rec.completionTokens = partial.CompletionTokens
+	}
+	writeJSON(w, a.status, body)
 }
 
 // writeJSON writes v as the JSON body with status.

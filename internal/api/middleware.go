@@ -52,7 +52,8 @@ type record struct {
 	upstreamStatus   int
 	upstreamID       string // Azure's apim-request-id of the last attempt
 	promptTokens     int
-	completionTokens int
+	completionTokens int // delivered to the caller
+	abandonedTokens  int // generated, but the caller never got them
 	truncated        bool
 	code             string
 	err              error
@@ -152,6 +153,9 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.promptTokens > 0 || rec.completionTokens > 0 {
 			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
+		}
+		if rec.abandonedTokens > 0 {
+			attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
 		}
 		for _, p := range rec.phases {
 			attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))

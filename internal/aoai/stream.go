@@ -1,0 +1,140 @@
+package aoai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tmaxmax/go-sse"
+)
+
+// maxEventBytes bounds one upstream event. Azure's chat chunks are a few
+// hundred bytes; their content-filter annotations make the largest ones.
+const maxEventBytes = 1 << 20
+
+// errNoEnd is the cause of a stream that stopped before its end: the
+// connection closed, or the body ended, without a finish reason.
+var errNoEnd = errors.New("stream ended before the answer did")
+
+// errTooLong is the cause of a stream longer than maxResponseBytes.
+var errTooLong = errors.New("stream longer than the limit")
+
+// decoder turns the events of one upstream stream into answer text. Chat
+// Completions (chatDecoder) sends unnamed events and ends with "[DONE]";
+// the Responses API names every event (response.output_text.delta,
+// response.completed, error), which sse.Event.Type carries, so a decoder
+// for it fits here beside chatDecoder and the reading loop stays the same.
+type decoder interface {
+	// decode reads one event: the text it adds to the answer (possibly
+	// empty), and whether it was the stream's last.
+	decode(ev sse.Event) (text string, last bool, err error)
+	// result is the finished answer; ok is false when the stream had not
+	// reached its end (no finish reason).
+	result() (finish string, usage Usage, ok bool)
+}
+
+// readStream reads an upstream stream with dec, handing each piece of text
+// to onDelta (when set) as it arrives. It returns the text so far with any
+// failure: a read error (the connection broke, or ctx ended), an event that
+// could not be read, or the end of the body before the end of the answer.
+func readStream(body io.Reader, dec decoder, onDelta func(string)) (string, error) {
+	var text strings.Builder
+	for ev, err := range sse.Read(&limited{r: body, n: maxResponseBytes}, &sse.ReadConfig{MaxEventSize: maxEventBytes}) {
+		if err != nil {
+			return text.String(), fmt.Errorf("read stream: %w", err)
+		}
+		piece, last, err := dec.decode(ev)
+		if err != nil {
+			return text.String(), err
+		}
+		if piece != "" {
+			text.WriteString(piece)
+			if onDelta != nil {
+				onDelta(piece)
+			}
+		}
+		if last {
+			break
+		}
+	}
+	if _, _, ok := dec.result(); !ok {
+		return text.String(), errNoEnd
+	}
+	return text.String(), nil
+}
+
+// limited is io.LimitReader with its own error: a stream past the limit is
+// a failure, not a quiet end.
+type limited struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errTooLong
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// chatChunk is the part of Azure OpenAI's chat.completion.chunk that
+// timebox reads. Azure sends chunks with an empty choices array: the first
+// one carries prompt_filter_results, and with stream_options.include_usage
+// the last one before [DONE] carries usage (every other chunk then has
+// "usage": null). A server failure mid-stream arrives as {"error": {...}}.
+type chatChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content *string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// chatDecoder reads a Chat Completions stream.
+type chatDecoder struct {
+	finish string
+	usage  Usage
+}
+
+func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
+	if ev.Data == "[DONE]" {
+		return "", true, nil
+	}
+	var c chatChunk
+	if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
+		return "", false, fmt.Errorf("%w: chunk: %v", errBadBody, err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		var eb errorBody
+		_ = json.Unmarshal([]byte(ev.Data), &eb)
+		return "", false, fmt.Errorf("upstream error event (code %q)", eb.code())
+	}
+	if c.Usage != nil {
+		d.usage = *c.Usage
+	}
+	var text string
+	for _, ch := range c.Choices {
+		// One choice is asked for (n defaults to 1); index 0 is the answer.
+		if ch.Delta.Content != nil {
+			text += *ch.Delta.Content
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			d.finish = *ch.FinishReason
+		}
+	}
+	return text, false, nil
+}
+
+func (d *chatDecoder) result() (string, Usage, bool) {
+	return d.finish, d.usage, d.finish != ""
+}
