@@ -94,31 +94,47 @@ func (s *server) handleChat() http.HandlerFunc {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 		}
 
+		areq := aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)}
+		if wantsStream(r) {
+			s.stream(w, r.WithContext(ctx), areq, fit)
+			return
+		}
 		start = time.Now()
-		resp, err := s.Chat.Complete(ctx, aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)})
+		resp, err := s.Chat.Complete(ctx, areq)
 		rec.since("upstream", start)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
-		rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-		b := budget.From(ctx)
+		s.noteAnswer(ctx, resp)
 		stampTiming(w, r)
-		writeJSON(w, http.StatusOK, ChatResponse{
-			Answer:       resp.Content,
-			FinishReason: resp.FinishReason,
-			Usage: ChatUsage{
-				PromptTokens:     resp.Usage.PromptTokens,
-				CompletionTokens: resp.Usage.CompletionTokens,
-				TotalTokens:      resp.Usage.TotalTokens,
-			},
-			RequestID:        requestID(ctx),
-			ElapsedMs:        time.Since(b.Started).Milliseconds(),
-			UpstreamAttempts: resp.Attempts,
-			Truncated:        fit.Truncated,
-			Dropped:          dropped(fit),
-		})
+		writeJSON(w, http.StatusOK, chatResponse(ctx, resp, fit))
+	}
+}
+
+// noteAnswer puts a finished answer on the log line.
+func (s *server) noteAnswer(ctx context.Context, resp aoai.Response) {
+	rec := recordFrom(ctx)
+	rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
+	rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+}
+
+// chatResponse is the answer's JSON: the 200 body, and the data of a
+// stream's done event.
+func chatResponse(ctx context.Context, resp aoai.Response, fit prompt.Result) ChatResponse {
+	return ChatResponse{
+		Answer:       resp.Content,
+		FinishReason: resp.FinishReason,
+		Usage: ChatUsage{
+			PromptTokens:     resp.Usage.PromptTokens,
+			CompletionTokens: resp.Usage.CompletionTokens,
+			TotalTokens:      resp.Usage.TotalTokens,
+		},
+		RequestID:        requestID(ctx),
+		ElapsedMs:        time.Since(budget.From(ctx).Started).Milliseconds(),
+		UpstreamAttempts: resp.Attempts,
+		Truncated:        fit.Truncated,
+		Dropped:          dropped(fit),
 	}
 }
 

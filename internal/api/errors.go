@@ -152,6 +152,19 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
+// note puts a failure's detail on the request's log line.
+func (s *server) note(r *http.Request, err error) {
+	if err == nil {
+		return
+	}
+	rec := recordFrom(r.Context())
+	var upErr *aoai.Error
+	if errors.As(err, &upErr) {
+		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
+	}
+	rec.err = err
+}
+
 // PartialAnswer is the text an answer had reached when it failed, sent
 // with the error to a caller that does not stream (a streaming caller has
 // had it already, as deltas).
@@ -175,11 +188,7 @@ func partialOf(err error) string {
 // counted as abandoned. Text that had arrived goes with the error.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	rec := recordFrom(r.Context())
-	var upErr *aoai.Error
-	if errors.As(err, &upErr) {
-		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
-	}
-	rec.err = err
+	s.note(r, err)
 	var partial *PartialAnswer
 	if text := partialOf(err); text != "" {
 		partial = &PartialAnswer{Answer: text, CompletionTokens: s.Tokens.Text(text)}

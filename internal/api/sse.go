@@ -1,0 +1,192 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmaxmax/go-sse"
+)
+
+// keepAlive is the longest silence on an open stream: after it a comment
+// line goes out, so that no proxy on the way takes the stream for dead.
+const keepAlive = 15 * time.Second
+
+// writeGrace is how long past the request's deadline a write to the caller
+// may block, so that the last event still goes out to a caller that reads,
+// and a caller that stopped reading cannot hold the request longer.
+const writeGrace = 5 * time.Second
+
+// The stream's events and its comment.
+var (
+	eventDelta = sse.Type("delta")
+	eventDone  = sse.Type("done")
+	eventError = sse.Type("error")
+)
+
+// wantsStream reports whether the caller asked for server-sent events:
+// text/event-stream among its Accept types, with a q above 0.
+func wantsStream(r *http.Request) bool {
+	for _, h := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mt != "text/event-stream" {
+				continue
+			}
+			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// eventStream is timebox's one writer of server-sent events. Nothing is
+// sent until the first event or the first keep-alive: until then the
+// handler may still answer with an ordinary JSON error and its status.
+// Its methods are safe for concurrent use (the keep-alive timer writes from
+// its own goroutine); after the first failed write the caller is gone and
+// every later write is dropped.
+type eventStream struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	begin func() // sets the answer's headers, once, before the first byte
+
+	mu      sync.Mutex
+	started bool
+	closed  bool  // no keep-alive after this
+	err     error // the first failed write
+	timer   *time.Timer
+	sent    strings.Builder // the answer's text the caller has been sent
+}
+
+// openStream prepares a stream on w whose first keep-alive goes out after
+// keepAlive of silence. deadline bounds every write (plus writeGrace);
+// begin sets headers (CORS, timing) just before the first byte.
+func openStream(w http.ResponseWriter, deadline time.Time, begin func()) *eventStream {
+	es := &eventStream{w: w, rc: http.NewResponseController(innermost(w)), begin: begin}
+	// Not every writer has deadlines (a test's recorder); the budget still
+	// ends the upstream call, and with it the stream.
+	_ = es.rc.SetWriteDeadline(deadline.Add(writeGrace))
+	es.timer = time.AfterFunc(keepAlive, es.keepAlive)
+	return es
+}
+
+// innermost unwraps w to net/http's own writer. Middleware wrappers (chi's
+// among them) implement http.Flusher, whose Flush has no error to give, so
+// a ResponseController on them could not tell that the caller is gone.
+// Writes still go through the wrappers; only flushes and deadlines go here.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// keepAlive sends a comment after a silence. A write under way (it may be
+// blocked on a slow caller) is no silence, so it does not wait for it: the
+// write restarts the clock when it is done.
+func (es *eventStream) keepAlive() {
+	if !es.mu.TryLock() {
+		return
+	}
+	defer es.mu.Unlock()
+	if es.closed {
+		return
+	}
+	var m sse.Message
+	m.AppendComment("keep-alive")
+	es.write(&m)
+}
+
+// delta sends one piece of the answer.
+func (es *eventStream) delta(text string) {
+	b, _ := json.Marshal(struct {
+		Text string `json:"text"`
+	}{text})
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.write(event(eventDelta, b)) {
+		es.sent.WriteString(text)
+	}
+}
+
+// end stops the keep-alive and reports whether anything was sent: when
+// nothing was, the handler answers as it would without a stream.
+func (es *eventStream) end() (started bool) {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	es.closed = true
+	es.timer.Stop()
+	return es.started
+}
+
+// last sends the stream's final event, done or error, with v as its data.
+func (es *eventStream) last(typ sse.EventType, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("api: marshal " + typ.String() + ": " + err.Error()) // every value is one of this package's own types
+	}
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	es.write(event(typ, b))
+}
+
+// gone reports whether the caller stopped taking the stream.
+func (es *eventStream) gone() bool {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	return es.err != nil
+}
+
+// delivered is the text of the answer the caller was sent.
+func (es *eventStream) delivered() string {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	return es.sent.String()
+}
+
+func event(typ sse.EventType, data []byte) *sse.Message {
+	m := &sse.Message{Type: typ}
+	m.AppendData(string(data))
+	return m
+}
+
+// write sends m and flushes it, starting the answer first if it has not
+// started, and restarts the silence clock. es.mu is held.
+func (es *eventStream) write(m *sse.Message) bool {
+	if es.err != nil {
+		return false
+	}
+	if !es.started {
+		es.started = true
+		es.begin()
+		h := es.w.Header()
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		// Proxies that buffer (nginx and its kind) pass the stream on as it comes.
+		h.Set("X-Accel-Buffering", "no")
+		es.w.WriteHeader(http.StatusOK)
+	}
+	_, err := m.WriteTo(es.w)
+	if err == nil {
+		err = es.rc.Flush()
+	}
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		es.err = err
+		return false
+	}
+	if !es.closed {
+		es.timer.Reset(keepAlive)
+	}
+	return true
+}

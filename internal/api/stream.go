@@ -1,0 +1,91 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/prompt"
+)
+
+// errAnswerFiltered ends a stream whose answer the content filter stopped
+// (finish_reason content_filter). Only a stream's error event carries it;
+// a caller that does not stream gets the 200 with that finishReason.
+var errAnswerFiltered = &Error{http.StatusBadRequest, "content_filtered",
+	"The rest of the answer was blocked by the content filter."}
+
+// streamError is the data of a stream's error event. Partial says that the
+// deltas before it were all of the answer there will be.
+type streamError struct {
+	Error   errorFields `json:"error"`
+	Partial bool        `json:"partial"`
+}
+
+type errorFields struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"requestId"`
+}
+
+// stream answers as server-sent events: a delta per piece of the answer as
+// it arrives, then done (the same object as the JSON 200) or error. Until
+// the first event or keep-alive, a failure is the ordinary JSON error with
+// its status, so a fast failure stays retryable by status; after that it is
+// an error event, and nothing is retried.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request, fit prompt.Result) {
+	ctx := r.Context()
+	rec := recordFrom(ctx)
+	// A caller that goes away cancels r's context, and with it the
+	// upstream call; one that stops reading is cut by the write deadline.
+	deadline, _ := ctx.Deadline()
+	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	req.OnDelta = es.delta
+	start := time.Now()
+	resp, err := s.Chat.Complete(ctx, req)
+	rec.since("upstream", start)
+	started := es.end()
+
+	generated := partialOf(err)
+	if err == nil {
+		generated = resp.Content
+		s.noteAnswer(ctx, resp)
+	}
+	s.note(r, err)
+	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
+	switch {
+	case callerGone || es.gone():
+	case !started && err != nil:
+		s.fail(w, r, err)
+		return
+	case err == nil && resp.FinishReason == "content_filter":
+		err = errAnswerFiltered
+		fallthrough
+	case err != nil:
+		a := toAnswer(err)
+		rec.code = a.code
+		s.countTokens(rec, generated, es.delivered())
+		es.last(eventError, streamError{
+			Error:   errorFields{Code: a.code, Message: a.msg, RequestID: requestID(ctx)},
+			Partial: true,
+		})
+	default:
+		es.last(eventDone, chatResponse(ctx, resp, fit))
+	}
+	if es.gone() || callerGone {
+		// The caller went away, or stopped reading: nobody reads the rest.
+		rec.code = codeClientGone
+		s.countTokens(rec, generated, es.delivered())
+	}
+}
+
+// countTokens puts on the log line the completion tokens the caller was
+// sent, and those generated that it never got (abandoned).
+func (s *server) countTokens(rec *record, generated, delivered string) {
+	rec.completionTokens = s.Tokens.Text(delivered)
+	if n := s.Tokens.Text(generated) - rec.completionTokens; n > 0 {
+		rec.abandonedTokens = n
+	}
+}
