@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tiktoken-go/tokenizer"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -291,10 +290,6 @@ func (f *fitter) shorten(i, over int) {
 	if keep < MinShortened {
 		return
 	}
-	codec, err := tokenizer.Get(tokenizer.Encoding(f.c.Encoding()))
-	if err != nil {
-		return // an encoding the tokenizer cannot cut: drop instead
-	}
 	// Encode only as much of the text as the cut can use, with room to
 	// spare (twice the text's own bytes per token): encoding all of a 2 MB
 	// document to keep its first pages costs as much as counting it.
@@ -302,18 +297,15 @@ func (f *fitter) shorten(i, over int) {
 	if perToken := len(text)/max(s.tokens, 1) + 1; (keep+64)*perToken*2 < len(text) {
 		text = prefix(text, (keep+64)*perToken*2)
 	}
-	_, toks, err := codec.Encode(text)
-	if err != nil || keep >= len(toks) {
+	ends := f.c.Ends(text)
+	if keep >= len(ends) {
 		return
 	}
 	// The prefix of a text cut at a token boundary usually counts as the
 	// tokens before the cut, but not always (the cut and the marker change
 	// how the edges merge), so count the result and cut deeper until it fits.
 	for keep >= MinShortened {
-		cut := 0
-		for _, t := range toks[:keep] {
-			cut += len(t)
-		}
+		cut := ends[keep-1]
 		unit := s.begin + prefix(s.text, cut) + end
 		n := f.c.Text(unit)
 		if n <= target {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tiktoken-go/tokenizer"
 )
 
 var errBudget = errors.New("budget spent")
@@ -21,7 +20,7 @@ func countLoads(t *testing.T, gate chan struct{}) (loads *int) {
 	t.Helper()
 	n := new(int)
 	real := load
-	load = func(encoding string) tokenizer.Codec {
+	load = func(encoding string) *bpe {
 		*n++
 		if gate != nil {
 			<-gate

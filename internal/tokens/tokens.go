@@ -1,5 +1,6 @@
 // Package tokens counts tokens the way Azure OpenAI bills them, offline, with
-// the tokenizers embedded in github.com/tiktoken-go/tokenizer. The server uses
+// the vocabularies of github.com/tiktoken-go/tokenizer (embedded compressed,
+// see bpe.go). The server uses
 // it to fit prompts before they are sent and the simulator uses the same code
 // to answer usage, rate limits and context_length_exceeded, so the two agree.
 package tokens
@@ -8,9 +9,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
-	"github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/timebox-dev/timebox/internal/modelfacts"
 )
@@ -42,23 +40,26 @@ type Counter struct {
 	start    sync.Once     // starts the background load once
 	once     sync.Once     // loads once
 	ready    chan struct{} // closed when codec is set
-	codec    tokenizer.Codec
+	codec    *bpe
 }
 
 // load builds the codec of an encoding New accepted. A variable so that the
 // package's tests can make loading slow.
-var load = func(encoding string) tokenizer.Codec {
-	if encoding == string(tokenizer.Cl100kBase) {
-		return codec.NewCl100kBase()
+var load = func(encoding string) *bpe {
+	c, err := newBPE(encoding)
+	if err != nil {
+		// The vocabularies are embedded: this is a broken build, which
+		// TestVocabulariesMatchTheLibrary catches first.
+		panic(fmt.Sprintf("tokens: load %s: %v", encoding, err))
 	}
-	return codec.NewO200kBase()
+	return c
 }
 
 // New returns a Counter for an encoding name: "o200k_base" or
 // "cl100k_base". It does not load the vocabulary.
 func New(encoding string) (*Counter, error) {
-	switch tokenizer.Encoding(encoding) {
-	case tokenizer.O200kBase, tokenizer.Cl100kBase:
+	switch encoding {
+	case "o200k_base", "cl100k_base":
 	default:
 		return nil, fmt.Errorf("tokens: unsupported encoding %q (want o200k_base or cl100k_base)", encoding)
 	}
@@ -118,12 +119,25 @@ func (c *Counter) Encoding() string { return c.encoding }
 // vocabulary first if need be; callers with a deadline Wait first.
 func (c *Counter) Text(s string) int {
 	c.loadNow()
-	n, err := c.codec.Count(s)
-	if err != nil {
-		// Only ErrorModeStrict returns errors; the default mode does not.
+	n := 0
+	if err := c.codec.each(s, func(int) { n++ }); err != nil {
+		// regexp2 fails only on a match timeout, and none is set.
 		return len(s)
 	}
 	return n
+}
+
+// Ends returns where each token of s ends, in bytes from the start of s:
+// cutting s at Ends(s)[k-1] keeps its first k tokens. It loads the
+// vocabulary first if need be; callers with a deadline Wait first.
+func (c *Counter) Ends(s string) []int {
+	c.loadNow()
+	var ends []int
+	at := 0
+	if err := c.codec.each(s, func(n int) { at += n; ends = append(ends, at) }); err != nil {
+		return nil
+	}
+	return ends
 }
 
 // Message returns the tokens one message adds to a prompt, framing included.
