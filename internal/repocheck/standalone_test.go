@@ -156,3 +156,15 @@ func headingAnchors(md string) []string {
 	}
 	return out
 }
+
+// TestReadmeStaysShort keeps the README to the first ten minutes; the
+// reference goes into docs/.
+func TestReadmeStaysShort(t *testing.T) {
+	root := repoRoot(t)
+	readme, _ := readText(t, root, "README.md")
+	lines := strings.Count(readme, "\n")
+	assert.LessOrEqual(t, lines, 200, "README.md has %d lines: move reference material into docs/ and link it", lines)
+	for _, doc := range []string{"api", "operations", "deploy", "simulator", "architecture", "platform", "auth"} {
+		assert.Contains(t, readme, "(docs/"+doc+".md)", "README.md links docs/%s.md", doc)
+	}
+}
