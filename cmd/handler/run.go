@@ -52,7 +52,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "budgetMs", cfg.Budget.Milliseconds(),
 		"fastFailureMs", cfg.FastFailure.Milliseconds(), "endpoint", cfg.Endpoint.Host, "deployment", cfg.Deployment,
-		"auth", authKind(cfg), "version", version)
+		"auth", authKind(cfg), "authMode", string(cfg.Auth.Mode), "version", version)
+	if cfg.Auth.Mode == config.AuthNone {
+		logger.Warn("AUTH_MODE=none: every caller is served without a token; anyone who can reach this address can spend " +
+			"the Azure OpenAI deployment. Set AUTH_MODE=entra (see docs/auth.md)")
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/issuertest"
 )
 
 // run end to end on real sockets: it listens where the host says, serves,
@@ -100,4 +102,115 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 
 func TestRunTakesNoArguments(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"--port", "1"}, func(string) string { return "" }, io.Discard, io.Discard))
+}
+
+// easyauth outside Azure would trust X-MS-CLIENT-PRINCIPAL headers anyone can
+// forge: run refuses to start, and says why.
+func TestRunRefusesEasyAuthOutsideAzure(t *testing.T) {
+	err := run(context.Background(), nil, func(k string) string {
+		return map[string]string{
+			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+			"AUTH_MODE": "easyauth",
+		}[k]
+	}, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WEBSITE_AUTH_ENABLED is not True")
+	assert.Contains(t, err.Error(), "anyone could forge the header")
+}
+
+// The binary in entra mode on real sockets, against the local issuer on a
+// loopback port: the start-up line names the mode, a token from the issuer's
+// token endpoint is served, no token is a 401.
+func TestRunInEntraMode(t *testing.T) {
+	iss, err := issuertest.New()
+	require.NoError(t, err)
+	idp := httptest.NewServer(iss)
+	defer idp.Close()
+	upstream := httptest.NewServer(aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+	defer upstream.Close()
+	env := map[string]string{
+		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
+		"AZURE_OPENAI_ENDPOINT":        upstream.URL,
+		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
+		"AZURE_OPENAI_API_KEY":         "k",
+		"AUTH_MODE":                    "entra",
+		"AUTH_AUDIENCE":                "api://timebox-local",
+		"AUTH_TENANTS":                 issuertest.DefaultTenant,
+		"AZURE_AUTHORITY_HOST":         idp.URL,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdoutR, stdoutW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		_ = stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	require.True(t, lines.Scan())
+	var listening struct{ Msg, Addr, AuthMode string }
+	require.NoError(t, json.Unmarshal(lines.Bytes(), &listening))
+	require.Equal(t, "listening", listening.Msg)
+	assert.Equal(t, "entra", listening.AuthMode)
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+
+	resp, err := http.PostForm(idp.URL+"/"+issuertest.DefaultTenant+"/oauth2/v2.0/token", url.Values{"scope": {"api://timebox-local/access_as_user"}})
+	require.NoError(t, err)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
+	_ = resp.Body.Close()
+
+	for _, tt := range []struct {
+		auth   string
+		status int
+	}{{"", http.StatusUnauthorized}, {"Bearer " + tok.AccessToken, http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+listening.Addr+"/api/chat", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, tt.status, resp.StatusCode)
+	}
+	cancel()
+	require.NoError(t, <-errc)
+}
+
+// AUTH_MODE=none says so in the start-up line and warns.
+func TestRunWarnsWhenAnonymous(t *testing.T) {
+	env := map[string]string{
+		"FUNCTIONS_CUSTOMHANDLER_PORT": "0", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081",
+		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stdoutR, stdoutW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		_ = stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	var got []map[string]any
+	for len(got) < 2 && lines.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+		got = append(got, m)
+	}
+	cancel()
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	require.NoError(t, <-errc)
+	require.Len(t, got, 2)
+	assert.Equal(t, "none", got[0]["authMode"])
+	assert.Equal(t, "WARN", got[1]["level"])
+	assert.Contains(t, got[1]["msg"], "AUTH_MODE=none")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -48,6 +49,10 @@ type Options struct {
 	// Version is reported by GET /api/health.
 	Version string
 
+	// Caller checks who calls the routes that spend tokens (POST
+	// /api/chat); required: caller.Anonymous{} when AUTH_MODE is none.
+	Caller caller.Checker
+
 	Logger    *slog.Logger
 	Chat      Completer
 	Tokens    *tokens.Counter
@@ -65,6 +70,10 @@ type server struct {
 // request id, log line), the Origin check, CORS, panic recovery, then the
 // route.
 func New(o Options) http.Handler {
+	if o.Caller == nil {
+		// A forgotten caller check would serve everyone: refuse to build.
+		panic("api.New: Options.Caller is required (caller.Anonymous{} for AUTH_MODE=none)")
+	}
 	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
 	r := chi.NewRouter()
 	// GetHead: HEAD is served wherever GET is (RFC 9110, 9.3.2; net/http

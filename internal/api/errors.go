@@ -12,6 +12,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/prompt"
@@ -54,6 +55,7 @@ type answer struct {
 	status     int
 	code, msg  string
 	retryAfter time.Duration // 429 only
+	challenge  string        // WWW-Authenticate, 401 and 403 only
 }
 
 // retryable statuses: the ones clients may retry (after Retry-After for 429).
@@ -72,10 +74,13 @@ func toAnswer(err error) answer {
 		tooBig  *prompt.TooLargeError
 		docErr  *extract.Error
 		pageErr *fetch.Error
+		callErr *caller.Error
 	)
 	switch {
 	case errors.As(err, &apiErr):
 		return answer{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
+	case errors.As(err, &callErr):
+		return callerAnswer(callErr)
 	case errors.As(err, &maxErr):
 		return answer{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
 			msg: fmt.Sprintf("The request is larger than the %d bytes allowed.", maxErr.Limit)}
@@ -112,6 +117,23 @@ func toAnswer(err error) answer {
 			msg: fmt.Sprintf("The document %q cannot be read: it is damaged, protected, or too large once expanded.", docErr.Name)}
 	case errors.As(err, &upErr):
 		return upstreamAnswer(upErr)
+	}
+	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+}
+
+// callerAnswer never says more than the kind: the detail (which check
+// failed) stays in the log, and nothing of the token is echoed.
+func callerAnswer(e *caller.Error) answer {
+	switch e.Kind {
+	case caller.Unauthenticated:
+		return answer{status: http.StatusUnauthorized, code: "unauthenticated", challenge: e.Challenge,
+			msg: "Sign in to use this service: the request carries no valid access token for it."}
+	case caller.Forbidden:
+		return answer{status: http.StatusForbidden, code: "forbidden", challenge: e.Challenge,
+			msg: "Your account is signed in but not allowed to use this service. Ask the site's administrators for access."}
+	case caller.Unavailable:
+		return answer{status: http.StatusServiceUnavailable, code: "auth_unavailable",
+			msg: "Sign-in cannot be checked right now. Try again in a moment."}
 	}
 	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 }
@@ -210,6 +232,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			ms = 1000
 		}
 		h.Set("retry-after-ms", strconv.FormatInt(ms, 10))
+	}
+	if a.challenge != "" {
+		h.Set("WWW-Authenticate", a.challenge)
 	}
 	if !a.retryable() {
 		h.Set("x-should-retry", "false")

@@ -99,11 +99,16 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	// The stack as the binary builds it from the same settings (app.New);
 	// only the network is the test's.
 	logs := &syncBuffer{}
-	a, err := app.New(cfg, app.Ext{
+	ext := app.Ext{
 		Logs: logs, Version: "test", Upstream: client,
 		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,
 		Extractor: o.extractor,
-	})
+	}
+	if o.issuer != nil {
+		// Entra ID is the local issuer, whatever AZURE_AUTHORITY_HOST names.
+		_, ext.Authority = memnet.Serve(t, o.issuer)
+	}
+	a, err := app.New(cfg, ext)
 	require.NoError(t, err)
 	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg}
 }
@@ -111,12 +116,17 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 type options struct {
 	web       http.Handler
 	extractor api.Extractor
+	issuer    http.Handler
 }
 
 type option func(*options)
 
 // withWeb serves every page fetch with h.
 func withWeb(h http.Handler) option { return func(o *options) { o.web = h } }
+
+// withIssuer makes h (an issuertest.Issuer) the Entra ID the handler
+// fetches metadata and keys from.
+func withIssuer(h http.Handler) option { return func(o *options) { o.issuer = h } }
 
 // withExtractor replaces the document extractor.
 func withExtractor(e api.Extractor) option { return func(o *options) { o.extractor = e } }

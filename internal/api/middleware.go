@@ -23,7 +23,7 @@ import (
 // Authorization and JSON, so every call from a web part is preflighted.
 var (
 	allowedHeaders = []string{"Content-Type", "Authorization", "x-client-timeout-ms", "x-request-id", "x-functions-key"}
-	exposedHeaders = []string{"Retry-After", "retry-after-ms", "x-should-retry", "x-request-id", "Server-Timing"}
+	exposedHeaders = []string{"Retry-After", "retry-after-ms", "x-should-retry", "x-request-id", "Server-Timing", "WWW-Authenticate"}
 )
 
 // newCORS answers preflights and sets CORS headers on every answer to an
@@ -56,6 +56,8 @@ type record struct {
 	abandonedTokens  int // generated, but the caller never got them
 	truncated        bool
 	code             string
+	callerOID        string // the verified caller's object id and tenant id:
+	callerTID        string // the only things about a caller that are logged
 	err              error
 }
 
@@ -160,6 +162,9 @@ func (s *server) begin(next http.Handler) http.Handler {
 		for _, p := range rec.phases {
 			attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))
 		}
+		if rec.callerOID != "" {
+			attrs = append(attrs, slog.String("callerOid", rec.callerOID), slog.String("callerTid", rec.callerTID))
+		}
 		if rec.code != "" {
 			attrs = append(attrs, slog.String("code", rec.code))
 		}
@@ -225,6 +230,23 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 				s.fail(w, r, panicError{v})
 			}
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkCaller lets through only a caller the configured check verifies, and
+// puts its object and tenant ids on the log line. Refusals (401, 403, 503
+// auth_unavailable) go through the error table before anything is read or
+// sent upstream.
+func (s *server) checkCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.Caller.Check(r.Context(), r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rec := recordFrom(r.Context())
+		rec.callerOID, rec.callerTID = c.OID, c.TID
 		next.ServeHTTP(w, r)
 	})
 }

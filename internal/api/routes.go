@@ -7,5 +7,7 @@ import "github.com/go-chi/chi/v5"
 func (s *server) routes(r chi.Router) {
 	r.Get("/", s.handleReady())
 	r.Get("/api/health", s.handleHealth())
-	r.Post("/api/chat", s.handleChat())
+	// Only the route that spends tokens checks the caller: preflights end in
+	// CORS before any route, and the readiness ping and health need none.
+	r.With(s.checkCaller).Post("/api/chat", s.handleChat())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -107,7 +108,7 @@ func TestPanicIsAReadable500(t *testing.T) {
 	logs := &syncBuffer{}
 	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
 		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
-		Chat: panickingChat{}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Chat: panickingChat{}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Caller: caller.Anonymous{},
 	})}
 	for range 2 {
 		w := h.do(chatRequest(ask("x")))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
@@ -47,6 +48,10 @@ type Ext struct {
 	// called after the address check); nil means the real ones.
 	Resolver fetch.Resolver
 	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Authority carries the requests for Entra ID's OpenID metadata and
+	// keys (AUTH_MODE=entra); nil means a client of its own. Tests pass the
+	// local issuer's (internal/issuertest) memnet client.
+	Authority *http.Client
 	// Extractor replaces the document extractor; nil means package
 	// extract's, with its default limits. Only for a test of the step
 	// deadline around it: no document takes 15 s of virtual time to read.
@@ -87,6 +92,10 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	check, err := callerCheck(cfg.Auth, ext.Authority)
+	if err != nil {
+		return nil, err
+	}
 	var extractor api.Extractor = extract.Extractor{}
 	if ext.Extractor != nil {
 		extractor = ext.Extractor
@@ -106,6 +115,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		AllowedOrigins:      cfg.AllowedOrigins,
 		Version:             version,
 
+		Caller: check,
 		Logger: logger,
 		Chat:   chat,
 		Tokens: counter,
@@ -162,4 +172,23 @@ func credential(cfg config.Config) (azcore.TokenCredential, error) {
 		return nil, fmt.Errorf("developer credential: %w", err)
 	}
 	return c, nil
+}
+
+// callerCheck builds the check of AUTH_MODE. config.Load has already
+// refused the modes that cannot be trusted where the handler runs.
+func callerCheck(a config.Auth, client *http.Client) (caller.Checker, error) {
+	policy := caller.Policy{Tenants: a.Tenants, Scope: a.RequiredScope, Role: a.RequiredRole}
+	switch a.Mode {
+	case config.AuthEntra:
+		e, err := caller.NewEntra(caller.EntraOptions{Authority: a.AuthorityHost, Audiences: a.Audiences, Policy: policy, Client: client})
+		if err != nil {
+			return nil, fmt.Errorf("AUTH_MODE=entra: %w", err)
+		}
+		return e, nil
+	case config.AuthEasyAuth:
+		return caller.EasyAuth{Policy: policy}, nil
+	case config.AuthNone:
+		return caller.Anonymous{}, nil
+	}
+	return nil, fmt.Errorf("AUTH_MODE %q has no check", a.Mode)
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// (ALLOWED_ORIGINS, comma-separated; one `*` wildcard allowed in the
 	// host, e.g. https://*.sharepoint.com). Empty: no origin is allowed.
 	AllowedOrigins []string
+	// Auth is who may call POST /api/chat (AUTH_MODE and its settings).
+	Auth Auth
+
 	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
 }
@@ -203,6 +206,8 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.AllowedOrigins = append(c.AllowedOrigins, strings.ToLower(o))
 	}
+
+	c.Auth = loadAuth(get, bad)
 
 	switch v := strings.ToLower(get("LOG_LEVEL")); v {
 	case "", "info":
