@@ -76,6 +76,27 @@ param extractTimeout string = '15s'
 @description('LOG_LEVEL: debug, info, warn or error.')
 param logLevel string = 'info'
 
+// Who may call (docs/auth.md). In Azure the handler refuses AUTH_MODE=none unless ALLOW_ANONYMOUS=true.
+
+@description('AUTH_MODE: entra (tokens checked by the handler), easyauth or none.')
+param authMode string = 'entra'
+
+@minLength(1)
+@description('AUTH_AUDIENCE: the API app registration\'s app ID URI and client id, comma-separated: api://<appId>,<appId>.')
+param authAudience string
+
+@description('AUTH_TENANTS: tenant ids whose users may call, comma-separated; empty: the tenant deployed to.')
+param authTenants string = ''
+
+@description('AUTH_REQUIRED_SCOPE: the delegated scope the web part asks for.')
+param authRequiredScope string = 'user_impersonation'
+
+@description('AUTH_REQUIRED_ROLE: an app role callers must hold; empty: none.')
+param authRequiredRole string = ''
+
+@description('ALLOW_ANONYMOUS: true lets AUTH_MODE=none run in Azure, open to anyone.')
+param allowAnonymous string = 'false'
+
 // ---- Scale --------------------------------------------------------------------------------------------------
 
 @description('Instances at most. Each serves host.json\'s maxConcurrentRequests requests at a time.')
@@ -200,6 +221,14 @@ module api 'app/api.bicep' = {
     fetchTimeout: fetchTimeout
     extractTimeout: extractTimeout
     logLevel: logLevel
+    authMode: authMode
+    authAudience: authAudience
+    authTenants: empty(authTenants) ? tenant().tenantId : authTenants
+    authRequiredScope: authRequiredScope
+    authRequiredRole: authRequiredRole
+    // The cloud's own authority, sovereign clouds included (https://login.microsoftonline.com/ in the public one).
+    azureAuthorityHost: environment().authentication.loginEndpoint
+    allowAnonymous: allowAnonymous
   }
 }
 

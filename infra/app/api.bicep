@@ -28,6 +28,13 @@ param deploymentTpm string
 param fetchTimeout string
 param extractTimeout string
 param logLevel string
+param authMode string
+param authAudience string
+param authTenants string
+param authRequiredScope string
+param authRequiredRole string
+param azureAuthorityHost string
+param allowAnonymous string
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -71,6 +78,13 @@ var handlerSettings = {
   FETCH_TIMEOUT: fetchTimeout
   EXTRACT_TIMEOUT: extractTimeout
   LOG_LEVEL: logLevel
+  AUTH_MODE: authMode
+  AUTH_AUDIENCE: authAudience
+  AUTH_TENANTS: authTenants
+  AUTH_REQUIRED_SCOPE: authRequiredScope
+  AUTH_REQUIRED_ROLE: authRequiredRole
+  AZURE_AUTHORITY_HOST: azureAuthorityHost
+  ALLOW_ANONYMOUS: allowAnonymous
 }
 
 // What the Functions host reads: its storage by identity (no connection string), and Application Insights
