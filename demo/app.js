@@ -13,8 +13,13 @@ const pick = () => list.find((s) => s.id === $('scenario').value) ?? list[0];
 const params = new URLSearchParams(location.search);
 if (params.has('scenario')) $('scenario').value = params.get('scenario');
 if (params.get('stream') === '0') $('stream').checked = false;
-$('expect').textContent = `Expect: ${pick().expect}.`;
-$('scenario').addEventListener('change', () => ($('expect').textContent = `Expect: ${pick().expect}.`));
+// A scenario may come with a question of its own (the long answer): it goes in the box, in sight.
+function showScenario() {
+  $('expect').textContent = `Expect: ${pick().expect}.`;
+  if (pick().question) $('question').value = pick().question;
+}
+showScenario();
+$('scenario').addEventListener('change', showScenario);
 
 const client = new TimeboxClient({
   baseUrl: config.api,
@@ -166,8 +171,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
   performance.clearResourceTimings();
   setState('running');
   const directive = pick().directive();
-  const question = pick().question ?? $('question').value;
-  const content = directive ? `${directive} ${question}` : question;
+  const content = directive ? `${directive} ${$('question').value}` : $('question').value;
   const request = { messages: [{ role: 'user', content }] };
   const started = performance.now();
   runClock(started);

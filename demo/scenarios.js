@@ -1,6 +1,6 @@
 // The scenario picker: each scenario is a simulator directive put in front
 // of the question (internal/aoaitest: "[[sim:...]]", the last one wins), or
-// a question of its own.
+// a question of its own, put in the question box when it is picked.
 // thresholdMs and budgetMs are the handler's FAST_FAILURE_THRESHOLD and
 // REQUEST_BUDGET, as demo/serve.mjs was told.
 
