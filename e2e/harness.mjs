@@ -52,6 +52,7 @@ class Proc {
   constructor(name, cmd, args, env) {
     this.name = name;
     this.lines = [];
+    this.waiters = new Set(); // { test, resolve } for waitForLine
     this.child = spawn(cmd, args, { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let partial = '';
     this.exited = new Promise((r) =>
@@ -66,9 +67,37 @@ class Proc {
       const parts = partial.split('\n');
       partial = parts.pop();
       this.lines.push(...parts);
+      for (const line of parts) {
+        for (const w of this.waiters) if (w.test(line)) w.resolve(line);
+      }
     };
     this.child.stdout.setEncoding('utf8').on('data', onData);
     this.child.stderr.setEncoding('utf8').on('data', onData);
+  }
+
+  /**
+   * Resolves with the first line from index `from` on that passes `test`:
+   * at once if one is already there, else when it is written. Rejects after
+   * timeoutMs (a bound on a broken test, not a measurement).
+   */
+  waitForLine(test, { from = 0, timeoutMs = 15_000 } = {}) {
+    const seen = this.lines.slice(from).find(test);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const w = {
+        test,
+        resolve: (line) => {
+          clearTimeout(timer);
+          this.waiters.delete(w);
+          resolve(line);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(w);
+        reject(new Error(`${this.name}: no such line within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.add(w);
+    });
   }
 
   async stop() {
@@ -102,6 +131,21 @@ export async function startStack() {
     otherDemo: `http://127.0.0.1:${otherPort}`,
     procs,
     handler: undefined,
+    /** Resolves with the handler's request log line (parsed) for which test(line) holds, once it is written. */
+    async waitForRequestLog(test, options) {
+      const parse = (l) => {
+        try {
+          const j = JSON.parse(l);
+          return j.msg === 'request' ? j : undefined;
+        } catch {
+          return undefined;
+        }
+      };
+      return parse(await stack.handler.waitForLine((l) => {
+        const j = parse(l);
+        return j !== undefined && test(j);
+      }, options));
+    },
     /** The handler's JSON log lines ("msg":"request") from index on. */
     requestLog(from = 0) {
       return stack.handler.lines.slice(from).flatMap((l) => {

@@ -207,3 +207,103 @@ test("cancel: the caller's signal ends the attempt in flight at once", async () 
   assert.equal(requests.length, 1);
   await page.close();
 });
+
+// Streaming (issue 9). The simulator writes "count to N" as "1, 2, ..., N."
+// one token per -per-token (10 ms) after its time to first token, and the
+// handler logs a request's line only when the request is over: a delta that
+// reaches the page before that line exists was streamed, not buffered.
+
+test('streaming: a cross-origin page sees deltas before done, through the TypeScript client', async () => {
+  const page = await context.newPage();
+  await page.goto(`${stack.demo}/`);
+  const logFrom = stack.handler.lines.length;
+  let requestOverAtFirstDelta;
+  await page.exposeFunction('firstDelta', () => {
+    requestOverAtFirstDelta = stack.requestLog(logFrom).some((l) => l.route?.includes('/api/chat'));
+  });
+  const got = await page.evaluate(async (api) => {
+    const { TimeboxClient } = await import('/client/index.js');
+    const deltas = [];
+    let pending;
+    const r = await new TimeboxClient({ baseUrl: api }).chatStream(
+      { messages: [{ role: 'user', content: 'Count to 300, with a comma between each number, no newlines and a period at the end.' }] },
+      { onDelta: (text) => {
+        if (deltas.push(text) === 1) pending = window.firstDelta();
+      } },
+    );
+    await pending;
+    return { deltas, answer: r.answer, finishReason: r.finishReason, requestId: r.requestId, completionTokens: r.usage.completionTokens };
+  }, stack.api);
+  assert.equal(requestOverAtFirstDelta, false, 'the first delta reached the page while the handler was still answering');
+  assert.ok(got.deltas.length > 10, `${got.deltas.length} deltas`);
+  assert.equal(got.deltas.join(''), got.answer, 'the deltas add up to the answer done carries');
+  assert.match(got.answer, /^1, 2, 3, .* 299, 300\.$/);
+  assert.equal(got.finishReason, 'stop');
+  const line = await stack.waitForRequestLog((l) => l.requestId === got.requestId);
+  assert.equal(line.status, 200);
+  assert.equal(line.completionTokens, got.completionTokens);
+  await page.close();
+});
+
+test('streaming past the budget: the demo keeps the partial text and shows the readable message under it', async () => {
+  const from = stack.handler.lines.length;
+  const r = await ask(stack.demo, 'long');
+  assert.equal(r.state, 'failed');
+  assert.equal(r.requests.length, 1, 'nothing is retried after the first piece');
+  assert.match(r.answer, /^1, 2, 3, 4, 5, /, 'the text written before the deadline');
+  assert.ok(await r.page.$eval('#answer', (el) => el.classList.contains('partial')), 'marked partial');
+  assert.equal(await r.field('code'), 'deadline_exceeded');
+  assert.equal(await r.field('timeout'), 'true');
+  assert.equal(await r.field('reason'), 'stream_failed');
+  assert.equal(Number(await r.field('partialChars')), r.answer.length);
+  assert.ok(r.error && !/HTTP/.test(r.error), `the server's readable message, got ${r.error}`);
+  // The message sits under the text.
+  assert.ok(await r.page.$eval('#answer', (a) => a.compareDocumentPosition(document.getElementById('error')) & Node.DOCUMENT_POSITION_FOLLOWING));
+  assert.deepEqual(r.rows.map((row) => [row[0], row[1], row[3]]), [['1', '200', 'stop: stream_failed']]);
+  const line = await stack.waitForRequestLog((l) => l.route?.includes('/api/chat') && l.method === 'POST', { from });
+  assert.equal(line.code, 'deadline_exceeded');
+  assert.ok(line.completionTokens > 0, `the handler counts the tokens it delivered: ${JSON.stringify(line)}`);
+  await r.page.close();
+});
+
+test('streaming, the same partial text without the demo: TimeboxError.partial after the deadline', async () => {
+  const page = await context.newPage();
+  await page.goto(`${stack.demo}/`);
+  const got = await page.evaluate(async (api) => {
+    const { TimeboxClient, TimeboxError } = await import('/client/index.js');
+    let shown = '';
+    try {
+      await new TimeboxClient({ baseUrl: api }).chatStream(
+        { messages: [{ role: 'user', content: 'Count to 5000, with a comma between each number, no newlines and a period at the end.' }] },
+        { onDelta: (_, soFar) => (shown = soFar) },
+      );
+      return { ok: true };
+    } catch (err) {
+      return { isTimeboxError: err instanceof TimeboxError, code: err.code, status: err.status, partial: err.partial, shown, message: err.message };
+    }
+  }, stack.api);
+  assert.equal(got.isTimeboxError, true, JSON.stringify(got));
+  assert.equal(got.code, 'deadline_exceeded');
+  assert.equal(got.status, 200);
+  assert.equal(got.partial.answer, got.shown, 'the error keeps exactly what was shown');
+  assert.match(got.partial.answer, /^1, 2, 3, /);
+  await page.close();
+});
+
+test('cancel while streaming: the attempt gets its own row and the handler ends the request', async () => {
+  const page = await context.newPage();
+  await page.goto(`${stack.demo}/?scenario=long`);
+  const logFrom = stack.handler.lines.length;
+  await page.click('#ask');
+  await page.waitForSelector('#state[data-state="streaming"]');
+  await page.click('#cancel');
+  await page.waitForSelector('#state[data-state="failed"]', { timeout: 4_000 });
+  assert.equal(await page.textContent('#error'), 'Cancelled by the user.');
+  const rows = await page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((row) => [row[0], row[1], row[3]]), [['1', '200', 'cancelled by the user']]);
+  assert.match(await page.textContent('#answer'), /^1, 2, /, 'what was shown stays');
+  // The closed connection reaches the handler, which ends the request (and its upstream call) long before its budget.
+  const line = await stack.waitForRequestLog((l) => l.route?.includes('/api/chat') && l.method === 'POST', { from: logFrom });
+  assert.equal(line.code, 'client_gone', JSON.stringify(line));
+  await page.close();
+});
