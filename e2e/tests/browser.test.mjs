@@ -36,14 +36,14 @@ after(async () => {
  * Counts the requests the page sent to POST /api/chat (preflights
  * excluded) and the handler's log lines for them.
  */
-async function ask(origin, scenario, { timeout = 20_000 } = {}) {
+async function ask(origin, scenario, { timeout = 20_000, stream = true } = {}) {
   const page = await context.newPage();
   const chat = `${stack.api}/api/chat`;
   const requests = [];
   page.on('request', (r) => {
     if (r.url() === chat && r.method() === 'POST') requests.push(r);
   });
-  await page.goto(`${origin}/`);
+  await page.goto(stream ? `${origin}/` : `${origin}/?stream=0`);
   await page.selectOption('#scenario', scenario);
   const logFrom = stack.handler.lines.length;
   await page.click('#ask');
@@ -86,7 +86,8 @@ test('hang past the budget: exactly one request, and the 500 is read and shown',
 });
 
 test('two fast 503s then success: three requests and the answer', async () => {
-  const r = await ask(stack.demo, 'transient');
+  // Not streamed: a stream's Server-Timing goes out with its first byte, before the upstream call is over.
+  const r = await ask(stack.demo, 'transient', { stream: false });
   assert.equal(r.state, 'answered');
   assert.match(r.answer, /1, 2, 3/);
   assert.equal(r.requests.length, 3);
@@ -226,7 +227,7 @@ test('streaming: a cross-origin page sees deltas before done, through the TypeSc
     const deltas = [];
     let pending;
     const r = await new TimeboxClient({ baseUrl: api }).chatStream(
-      { messages: [{ role: 'user', content: 'Count to 300, with a comma between each number, no newlines and a period at the end.' }] },
+      { messages: [{ role: 'user', content: 'Count to 100, with a comma between each number, no newlines and a period at the end.' }] },
       { onDelta: (text) => {
         if (deltas.push(text) === 1) pending = window.firstDelta();
       } },
@@ -237,7 +238,7 @@ test('streaming: a cross-origin page sees deltas before done, through the TypeSc
   assert.equal(requestOverAtFirstDelta, false, 'the first delta reached the page while the handler was still answering');
   assert.ok(got.deltas.length > 10, `${got.deltas.length} deltas`);
   assert.equal(got.deltas.join(''), got.answer, 'the deltas add up to the answer done carries');
-  assert.match(got.answer, /^1, 2, 3, .* 299, 300\.$/);
+  assert.match(got.answer, /^1, 2, 3, .* 99, 100\.$/);
   assert.equal(got.finishReason, 'stop');
   const line = await stack.waitForRequestLog((l) => l.requestId === got.requestId);
   assert.equal(line.status, 200);
