@@ -1,6 +1,6 @@
 // The demo web part: the question box, the scenario picker and the timeline,
 // on top of the built client (served from /client/ by demo/serve.mjs).
-import { TimeboxClient, TimeboxError } from '/client/index.js';
+import { TimeboxClient, TimeboxError, bearerTransport } from '/client/index.js';
 import { scenarios } from './scenarios.js';
 
 const config = window.TIMEBOX_CONFIG ?? { api: 'http://127.0.0.1:7071', thresholdMs: 30_000, budgetMs: 200_000 };
@@ -21,9 +21,21 @@ function showScenario() {
 showScenario();
 $('scenario').addEventListener('change', showScenario);
 
+// With make run's AUTH_MODE=entra the page gets a token for the test user from the local issuer (a real web
+// part gets one from SPFx), kept until a minute before it expires and asked for before every attempt.
+let token = { value: '', expires: 0 };
+async function localToken() {
+  if (Date.now() < token.expires) return token.value;
+  const r = await fetch(config.tokenUrl, { method: 'POST', body: new URLSearchParams({ scope: config.tokenScope }) });
+  if (!r.ok) throw new Error(`token endpoint: ${r.status}`);
+  const t = await r.json();
+  token = { value: t.access_token, expires: Date.now() + (t.expires_in - 60) * 1000 };
+  return token.value;
+}
 const client = new TimeboxClient({
   baseUrl: config.api,
   policy: { fastFailureMs: config.thresholdMs },
+  ...(config.tokenUrl ? { transport: bearerTransport(localToken) } : {}),
 });
 
 const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(n >= 10_000 ? 1 : 2)} s` : `${Math.round(n)} ms`);

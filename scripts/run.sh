@@ -13,12 +13,27 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
+# AUTH_MODE=entra without an authority of your own: the simulator is Entra ID too (internal/issuertest),
+# with a test tenant, app and user, so the handler checks real tokens signed with real keys.
+LOCAL_ISSUER=
+if [ "${AUTH_MODE:-}" = entra ] && [ -z "${AZURE_AUTHORITY_HOST:-}" ]; then
+  LOCAL_ISSUER=1
+  export AZURE_AUTHORITY_HOST="http://$SIM_ADDR" AUTH_TENANTS=${AUTH_TENANTS:-11111111-2222-4333-8444-555555555555}
+  export AUTH_AUDIENCE=${AUTH_AUDIENCE:-api://timebox-local} AUTH_REQUIRED_SCOPE=${AUTH_REQUIRED_SCOPE:-user_impersonation}
+fi
+if [ -n "$LOCAL_ISSUER" ] || [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
   go build -o bin/aoaisim ./cmd/aoaisim
-  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms > bin/aoaisim.log &
+  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} > bin/aoaisim.log &
   pids+=($!)
-  export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini AZURE_OPENAI_API_KEY=sim-key
+  if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
+    export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini AZURE_OPENAI_API_KEY=sim-key
+  fi
   echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
+fi
+TOKEN_URL=
+if [ -n "$LOCAL_ISSUER" ]; then
+  TOKEN_URL="http://$SIM_ADDR/${AUTH_TENANTS%%,*}/oauth2/v2.0/token"
+  TOKEN_SCOPE="${AUTH_AUDIENCE%%,*}/$AUTH_REQUIRED_SCOPE"
 fi
 export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
 # The demo page's origin, so its calls are allowed (against the simulator or a real endpoint alike).
@@ -26,7 +41,7 @@ export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://loc
 
 if [ -f demo/serve.mjs ] && [ -f client/package.json ]; then
   (cd client && { [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null; } && npm run --silent build >/dev/null)
-  node demo/serve.mjs --port "$DEMO_PORT" --api "http://127.0.0.1:$PORT" &
+  node demo/serve.mjs --port "$DEMO_PORT" --api "http://127.0.0.1:$PORT" ${TOKEN_URL:+--token-url "$TOKEN_URL" --token-scope "$TOKEN_SCOPE"} &
   pids+=($!)
   echo "demo page: http://127.0.0.1:$DEMO_PORT/ (a second origin: every call is cross-origin, with a preflight)"
 fi
@@ -46,8 +61,19 @@ Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaite
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:filter]] hi"}]}'      # 400 content_filtered
   curl -si $API/chat -H 'content-type: application/json' -H 'Origin: https://evil.example' -d '{"messages":[{"role":"user","content":"hi"}]}'  # 403 origin_not_allowed
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:hang]] hi"}]}'        # waits the whole budget (200 s), then 500 deadline_exceeded
-Stop with Ctrl-C.
 MSG
+if [ -n "$TOKEN_URL" ]; then
+  cat <<MSG
+AUTH_MODE=entra: every chat call needs a token; the simulator is Entra ID (authority $AZURE_AUTHORITY_HOST,
+tenant ${AUTH_TENANTS%%,*}, audience ${AUTH_AUDIENCE%%,*}, scope $AUTH_REQUIRED_SCOPE). Get one for the test user, then call:
+  TOKEN=\$(curl -s $TOKEN_URL -d scope=$TOKEN_SCOPE | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
+  curl -si $API/chat -H "authorization: Bearer \$TOKEN" -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"hi"}]}'
+  curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"hi"}]}'   # 401 unauthenticated
+  go run ./cmd/timebox ask --url http://127.0.0.1:$PORT --token "\$TOKEN" "hi"
+  (v1.0 tokens, as SPFx gets by default: curl -s ${TOKEN_URL%/v2.0/token}/token -d resource=${AUTH_AUDIENCE%%,*} -d scope=$AUTH_REQUIRED_SCOPE)
+MSG
+fi
+echo "Stop with Ctrl-C."
 ./bin/handler &
 pids+=($!)
 wait "${pids[-1]}"

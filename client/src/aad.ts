@@ -29,9 +29,21 @@ export interface AadTokenProviderLike {
  * while it fails fast.
  */
 export function aadTokenTransport(provider: AadTokenProviderLike, resource: string, fetchImpl?: FetchLike): Transport {
+  return bearerTransport(() => provider.getToken(resource), fetchImpl);
+}
+
+/**
+ * For callers outside SPFx (a page using MSAL.js, a Node service, the demo
+ * page against the local issuer): sends each request with `fetch` and
+ * `Authorization: Bearer <token>`, asking `getToken` before every attempt,
+ * so a provider that caches and renews (MSAL's `acquireTokenSilent`) keeps
+ * a long retry sequence on a fresh token. A token that cannot be had fails
+ * the attempt like a network error, as in {@link aadTokenTransport}.
+ */
+export function bearerTransport(getToken: () => string | Promise<string>, fetchImpl?: FetchLike): Transport {
   const send = fetchTransport(fetchImpl);
   return async (url, request) => {
-    const token = await provider.getToken(resource);
+    const token = await getToken();
     return send(url, { ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } });
   };
 }

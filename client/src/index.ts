@@ -5,7 +5,7 @@
 export { decide, backoffMs, serverWaitMs, parseHttpDate, DEFAULTS } from './rule.js';
 export type { Reason, RetryPolicy, HeaderReader, FailedAttempt, Decision } from './rule.js';
 export { TimeboxClient, TimeboxError, createClient, fetchTransport, spfxTransport, systemClock } from './client.js';
-export { aadTokenTransport } from './aad.js';
+export { aadTokenTransport, bearerTransport } from './aad.js';
 export type { AadTokenProviderLike } from './aad.js';
 export type { DeltaHandler } from './stream.js';
 export type {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/issuertest"
 )
 
 // shutdownGrace is how long in-flight requests get to finish on shutdown
@@ -33,6 +34,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	perToken := fs.Duration("per-token", 10*time.Millisecond, "time per completion token")
 	tpm := fs.Int("tpm", 0, "tokens-per-minute limit per deployment (0: unlimited)")
 	window := fs.Int("context-window", 0, "context window in tokens (0: by model)")
+	issuer := fs.Bool("issuer", false, "also be Entra ID for AUTH_MODE=entra: OpenID metadata, keys and a token endpoint for a test user under /<tenant id>/ (internal/issuertest)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,12 +76,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ContextWindow:    *window,
 		Logger:           log,
 	})
+	var handler http.Handler = sim
+	if *issuer {
+		iss, err := issuertest.New()
+		if err != nil {
+			return fmt.Errorf("issuer: %w", err)
+		}
+		handler = issuertest.Mount(sim, iss)
+	}
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           sim,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -92,7 +102,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case *bearer:
 		auth = "bearer"
 	}
-	log.Info("aoaisim listening",
+	attrs := []any{}
+	if *issuer {
+		base := "http://" + l.Addr().String()
+		attrs = append(attrs, slog.String("authority", base),
+			slog.String("token_endpoint", base+"/"+issuertest.DefaultTenant+"/oauth2/v2.0/token"))
+	}
+	log.Info("aoaisim listening", append([]any{
 		slog.String("addr", l.Addr().String()),
 		slog.String("endpoint", "http://"+l.Addr().String()),
 		slog.Any("deployments", names),
@@ -100,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("ttft", ttft.String()),
 		slog.String("per_token", perToken.String()),
 		slog.Int("tpm", *tpm),
-	)
+	}, attrs...)...)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/issuertest"
 )
 
 // lines collects what run writes to stdout, one JSON log line at a time.
@@ -137,4 +140,42 @@ func TestRunRefusesBadFlags(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// With -issuer the simulator's address is also Entra ID for make run: the
+// metadata names it, the token endpoint mints, and the Azure OpenAI routes
+// still answer.
+func TestRunServesTheIssuerToo(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	logs := follow(t, pr)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-ttft", "0", "-per-token", "0", "-issuer"}, func(string) string { return "" }, pw, io.Discard)
+		_ = pw.Close()
+	}()
+	started := logs.next(t, "aoaisim listening")
+	base, _ := started["authority"].(string)
+	require.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), "%v", started)
+	assert.Equal(t, base+"/"+issuertest.DefaultTenant+"/oauth2/v2.0/token", started["token_endpoint"])
+
+	resp, err := http.Get(base + "/" + issuertest.DefaultTenant + "/v2.0/.well-known/openid-configuration")
+	require.NoError(t, err)
+	var meta struct{ Issuer string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&meta))
+	_ = resp.Body.Close()
+	assert.Equal(t, base+"/"+issuertest.DefaultTenant+"/v2.0", meta.Issuer)
+
+	resp, err = http.PostForm(started["token_endpoint"].(string), url.Values{"scope": {"api://timebox-local/user_impersonation"}})
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	resp, err = http.Post(base+"/openai/v1/chat/completions", "application/json", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the simulator still answers")
+	cancel()
+	require.NoError(t, <-done)
 }

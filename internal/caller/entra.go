@@ -119,7 +119,8 @@ func (e *Entra) Check(ctx context.Context, r *http.Request) (Caller, error) {
 	// refused without fetching anything.
 	msg, err := jws.Parse([]byte(raw), jws.WithCompact())
 	if err != nil || len(msg.Signatures()) != 1 {
-		return Caller{}, unauthenticated(challengeInvalidToken, "not a compact JWS: %v", err)
+		// The parser's message can quote bytes of the token: say only what failed.
+		return Caller{}, unauthenticated(challengeInvalidToken, "not a compact JWS with one signature")
 	}
 	kid, _ := msg.Signatures()[0].ProtectedHeaders().KeyID()
 	var claimed struct {
