@@ -308,3 +308,17 @@ test('cancel while streaming: the attempt gets its own row and the handler ends 
   assert.equal(line.code, 'client_gone', JSON.stringify(line));
   await page.close();
 });
+
+test('the same long answer not streamed: the 500 deadline_exceeded carries the partial text, and the demo shows it', async () => {
+  const r = await ask(stack.demo, 'long', { stream: false });
+  assert.equal(r.state, 'failed');
+  assert.equal(r.requests.length, 1);
+  assert.equal(await r.field('status'), '500');
+  assert.equal(await r.field('code'), 'deadline_exceeded');
+  assert.equal(await r.field('reason'), 'not_retryable');
+  assert.match(r.answer, /^1, 2, 3, 4, 5, /, 'the text the server had when the budget ran out');
+  assert.ok(await r.page.$eval('#answer', (el) => el.classList.contains('partial')), 'marked partial');
+  assert.ok(Number(await r.field('completionTokens')) > 0, 'the server counted the partial tokens');
+  assert.deepEqual(r.rows.map((row) => [row[0], row[1], row[3]]), [['1', '500', 'stop: not_retryable']]);
+  await r.page.close();
+});
