@@ -1,19 +1,23 @@
 // Command floor is the request floor of make perf: the plainest Go program
 // that does timebox's job per request. It accepts the chat JSON, calls the
 // same upstream (Azure OpenAI's v1 chat completions, api-key auth) with
-// net/http and returns its answer: no validation, CORS, logging, budget,
-// token counting or retries. It reads the handler's own settings
+// net/http, streamed as timebox always asks for it (one server-sent event
+// per token, read line by line with bufio.Scanner and encoding/json), and
+// returns its answer: no validation, CORS, logging, budget, token counting
+// or retries. It reads the handler's own settings
 // (FUNCTIONS_CUSTOMHANDLER_PORT, AZURE_OPENAI_ENDPOINT,
 // AZURE_OPENAI_DEPLOYMENT, AZURE_OPENAI_API_KEY), so make perf runs both the
 // same way.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"log"
 	"net/http"
 	"os"
+	"strings"
 )
 
 type message struct {
@@ -21,16 +25,18 @@ type message struct {
 	Content string `json:"content"`
 }
 
-type completion struct {
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chunk struct {
 	Choices []struct {
-		FinishReason string  `json:"finish_reason"`
-		Message      message `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+		Delta        message `json:"delta"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage *usage `json:"usage"`
 }
 
 func main() {
@@ -54,7 +60,8 @@ func main() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		body, _ := json.Marshal(map[string]any{"model": deployment, "messages": in.Messages, "max_tokens": 1024})
+		body, _ := json.Marshal(map[string]any{"model": deployment, "messages": in.Messages, "max_tokens": 1024,
+			"stream": true, "stream_options": map[string]bool{"include_usage": true}})
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("api-key", key)
@@ -64,15 +71,35 @@ func main() {
 			return
 		}
 		defer resp.Body.Close()
-		var c completion
-		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || len(c.Choices) == 0 {
-			http.Error(w, "bad upstream answer", http.StatusBadGateway)
-			return
+		var answer strings.Builder
+		var finish string
+		var u usage
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			if data == "[DONE]" {
+				break
+			}
+			var c chunk
+			if err := json.Unmarshal([]byte(data), &c); err != nil {
+				http.Error(w, "bad upstream answer", http.StatusBadGateway)
+				return
+			}
+			for _, ch := range c.Choices {
+				answer.WriteString(ch.Delta.Content)
+				if ch.FinishReason != nil {
+					finish = *ch.FinishReason
+				}
+			}
+			if c.Usage != nil {
+				u = *c.Usage
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"answer": c.Choices[0].Message.Content, "finishReason": c.Choices[0].FinishReason, "usage": c.Usage,
-		})
+		json.NewEncoder(w).Encode(map[string]any{"answer": answer.String(), "finishReason": finish, "usage": u})
 	})
 	log.Fatal(http.ListenAndServe("127.0.0.1:"+os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT"), nil))
 }
