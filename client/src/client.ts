@@ -474,7 +474,9 @@ export class TimeboxClient {
         };
         const partial = partialAnswer(parsed?.partial);
         if (partial) details.partial = partial;
-        throw new TimeboxError(readable(details, decision, timeoutMs), details);
+        // timebox names the wait in retry-after-ms wherever its message says when.
+        const serverSaysWhen = (response?.headers.get('retry-after-ms') ?? null) !== null;
+        throw new TimeboxError(readable(details, decision, timeoutMs, serverSaysWhen), details);
       }
       await sleep(clock, decision.waitMs, signal);
     }
@@ -513,14 +515,15 @@ export function createClient(options: TimeboxClientOptions): TimeboxClient {
   return new TimeboxClient(options);
 }
 
-function readable(d: TimeboxErrorDetails, decision: Decision, timeoutMs: number): string {
+function readable(d: TimeboxErrorDetails, decision: Decision, timeoutMs: number, serverSaysWhen: boolean): string {
   let msg: string;
   if (d.serverMessage) msg = d.serverMessage;
   else if (d.status === 0 && d.code === 'attempt_timeout') msg = `The service did not answer within ${seconds(timeoutMs)} s.`;
   else if (d.status === 0) msg = 'The service could not be reached.';
   else msg = `The service answered with HTTP ${d.status}.`;
-  // The server's message may already say when; say it once.
-  if (decision.reason === 'wait_too_long' && !/try again in/i.test(msg)) {
+  // Say when to try again, once: timebox's message already says it when the
+  // answer carries retry-after-ms.
+  if (decision.reason === 'wait_too_long' && !(serverSaysWhen && d.serverMessage)) {
     msg = `${withStop(msg)} Try again in ${seconds(decision.waitMs)} s.`;
   } else if (decision.reason === 'slow_failure' && !d.serverMessage) {
     msg = `${withStop(msg)} It took ${seconds(d.elapsedMs)} s, so it was not retried.`;

@@ -138,8 +138,8 @@ test('a wait over the cap stops and says when to try again', async () => {
   assert.equal(err.message, 'Too many requests. Try again in 120 s.');
 });
 
-test('a server message that already says when is not repeated', async () => {
-  const { clock, client } = setup([{ ms: 10, response: reply(429, { error: { code: 'rate_limited', message: 'The AI service is busy. Try again in 45 s.' } }, { 'Retry-After': '45' }) }]);
+test('a server message that already says when (retry-after-ms names the wait) is not repeated', async () => {
+  const { clock, client } = setup([{ ms: 10, response: reply(429, { error: { code: 'rate_limited', message: 'The AI service is busy. Try again in 45 s.' } }, { 'Retry-After': '45', 'retry-after-ms': '45000' }) }]);
   const err = await rejection(settle(clock, client.chat(question)));
   assert.equal(err.message, 'The AI service is busy. Try again in 45 s.');
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { decide, parseHttpDate, serverWaitMs, type Reason, type RetryPolicy } from '../src/index.js';
+import { DEFAULTS, decide, parseHttpDate, serverWaitMs, type Reason, type RetryPolicy } from '../src/index.js';
 
 interface Vector {
   name: string;
@@ -23,7 +23,12 @@ interface Vector {
 
 // The same file the Go tests in internal/retry read.
 const file = new URL('../../../internal/retry/testdata/vectors.json', import.meta.url);
-const vectors: Vector[] = JSON.parse(readFileSync(file, 'utf8')).vectors;
+const shared = JSON.parse(readFileSync(file, 'utf8'));
+const vectors: Vector[] = shared.vectors;
+
+test('the defaults, the retryable statuses among them, are the shared ones (Go checks the same figures)', () => {
+  assert.deepEqual({ ...DEFAULTS, statuses: [...DEFAULTS.statuses] }, shared.defaults);
+});
 
 test('the shared vectors cover every reason', () => {
   const reasons = new Set(vectors.map((v) => v.reason));

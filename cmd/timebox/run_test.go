@@ -274,7 +274,8 @@ func TestWaitTooLongSaysWhenToTryAgain(t *testing.T) {
 }
 
 func TestWaitTooLongIsSaidOnce(t *testing.T) {
-	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "45"}, body: errorJSON("rate_limited", "The AI service is busy. Try again in 45 s.")}}}
+	// timebox names the wait in retry-after-ms whenever its message says when.
+	a := &scriptedApp{steps: []step{{status: 429, header: map[string]string{"Retry-After": "45", "retry-after-ms": "45000"}, body: errorJSON("rate_limited", "The AI service is busy. Try again in 45 s.")}}}
 	_, _, _, err := inBubble(t, a, "hi")
 	require.Error(t, err)
 	assert.Equal(t, 1, strings.Count(err.Error(), "Try again"), err.Error())

@@ -111,3 +111,20 @@ func TestStackSlowFailureIsAskedOnce(t *testing.T) {
 	assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
 	assert.Equal(t, 31*time.Second, elapsed.Round(time.Second))
 }
+
+// A throttle whose wait fits neither the attempt's time (20 s) nor the
+// CLI's cap (30 s) comes back at once, and the operator is told when to try
+// again, once.
+func TestStackThrottleSaysWhenOnce(t *testing.T) {
+	_, errOut, n, elapsed, err := runTheStack(t, "ask", "--url", "http://app.test", "--attempt-timeout", "20s", "[[sim:throttle s=45]] hi")
+	var ce *client.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.EqualValues(t, 1, n)
+	assert.Equal(t, 429, ce.Status)
+	assert.Equal(t, "rate_limited", ce.Code)
+	assert.Equal(t, retry.ReasonWaitTooLong, ce.Reason)
+	assert.Equal(t, 45*time.Second, ce.RetryAfter)
+	assert.Equal(t, time.Duration(0), elapsed.Round(time.Second))
+	assert.Equal(t, 1, strings.Count(ce.Error(), "Try again in 45 s."), ce.Error())
+	assert.Contains(t, errOut, "-> stop: wait_too_long (45s)")
+}

@@ -77,3 +77,13 @@ func TestClassifyRecordedErrors(t *testing.T) {
 		})
 	}
 }
+
+// The rule sees a connection error or an unreadable answer as a network
+// error, and a request too large for the quota as nothing a wait can fix.
+func TestRuleStatus(t *testing.T) {
+	assert.Equal(t, 0, (&Error{Kind: KindTransient}).ruleStatus())
+	assert.Equal(t, 0, (&Error{Kind: KindTransient, Status: 200}).ruleStatus())
+	assert.Equal(t, 500, (&Error{Kind: KindTransient, Status: 500}).ruleStatus())
+	assert.Equal(t, 413, (&Error{Kind: KindTooLarge, Status: 429}).ruleStatus())
+	assert.Equal(t, 429, (&Error{Kind: KindThrottled, Status: 429}).ruleStatus())
+}

@@ -8,6 +8,7 @@ package aoai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,10 +53,11 @@ type Options struct {
 	// with connections kept for 100 requests at a time (newTransport).
 	Transport policy.Transporter
 	// FastFailure is the threshold at or above which a failed attempt is a
-	// timeout (KindSlowFailure) and is never retried. 0 means 30 s.
+	// timeout (KindSlowFailure) and is never retried. 0 means
+	// retry.DefaultFastFailure (30 s).
 	FastFailure time.Duration
 	// MaxAttempts caps attempts at a throttled call whose wait fits the
-	// time left. 0 means 2.
+	// time left. 0 means retry.DefaultUpstreamAttempts (2).
 	MaxAttempts int
 }
 
@@ -101,13 +103,12 @@ type Response struct {
 
 // Client calls chat completions. It is safe for concurrent use.
 type Client struct {
-	pl          runtime.Pipeline
-	url         string
-	deployment  string
-	v1          bool
-	tokenField  string
-	fastFailure time.Duration
-	throttle    retry.Policy
+	pl         runtime.Pipeline
+	url        string
+	deployment string
+	v1         bool
+	tokenField string
+	rule       retry.Upstream
 }
 
 // New builds a Client. It fails when neither an API key nor a credential is
@@ -146,22 +147,13 @@ func New(o Options) (*Client, error) {
 	if o.APIVersion != "" {
 		u = base + "/openai/deployments/" + url.PathEscape(o.Deployment) + "/chat/completions?api-version=" + url.QueryEscape(o.APIVersion)
 	}
-	fastFailure := cmp(o.FastFailure, 30*time.Second)
 	return &Client{
-		pl:          pl,
-		url:         u,
-		deployment:  o.Deployment,
-		v1:          o.APIVersion == "",
-		tokenField:  modelfacts.Lookup(o.Deployment).TokenField,
-		fastFailure: fastFailure,
-		// Only throttles are retried here, up to MaxAttempts; the time left
-		// (Attempt.Remaining) is the only cap on their wait.
-		throttle: retry.Policy{
-			MaxAttempts: cmp(o.MaxAttempts, 2),
-			FastFailure: fastFailure,
-			MaxWait:     retry.Unbounded,
-			Statuses:    []int{http.StatusTooManyRequests},
-		},
+		pl:         pl,
+		url:        u,
+		deployment: o.Deployment,
+		v1:         o.APIVersion == "",
+		tokenField: modelfacts.Lookup(o.Deployment).TokenField,
+		rule:       retry.Upstream{MaxAttempts: o.MaxAttempts, FastFailure: o.FastFailure},
 	}, nil
 }
 
@@ -183,7 +175,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp, h, err := c.once(ctx, body, req.RequestID, req.OnDelta)
 		elapsed := time.Since(start)
 		// Azure's own id for the attempt, when it answered.
-		upstreamID := cmp(h.Get("apim-request-id"), h.Get("x-request-id"))
+		upstreamID := cmp.Or(h.Get("apim-request-id"), h.Get("x-request-id"))
 		if err == nil {
 			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamID
 			return resp, nil
@@ -196,20 +188,19 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		if e.Kind == KindCanceled {
 			return Response{}, e
 		}
-		if (e.Kind == KindTransient || e.Kind == KindUnavailable || e.Kind == KindThrottled) && elapsed >= c.fastFailure {
-			// A failure that took this long is a timeout, not a hiccup: the
-			// time is spent and so is the money (Azure bills processing).
+		d := c.rule.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)})
+		if d.Timeout {
+			// The time is spent and so is the money (Azure bills
+			// processing): the caller must not try the same again.
 			e.Kind = KindSlowFailure
 			return Response{}, e
 		}
-		if e.Kind != KindThrottled {
-			return Response{}, e
-		}
-		// A wait that does not fit the time left stops here, and the caller
-		// is told when to come back.
-		d := c.throttle.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.Status, Header: h, Remaining: budget.Remaining(ctx)})
 		if !d.Retry {
-			e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
+			if e.Kind == KindThrottled {
+				// The caller is told when to come back: the wait that did
+				// not fit, at least what Azure asked and a second.
+				e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
+			}
 			return Response{}, e
 		}
 		t := time.NewTimer(d.Wait)
@@ -295,12 +286,4 @@ func readFailure(ctx context.Context, status int, partial string, err error) *Er
 		return &Error{Kind: KindBroken, Status: status, Partial: partial, Err: err}
 	}
 	return &Error{Kind: KindTransient, Status: status, Err: err}
-}
-
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

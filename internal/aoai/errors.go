@@ -153,3 +153,17 @@ func classify(status int, h http.Header, body []byte) *Error {
 	}
 	return e
 }
+
+// ruleStatus is the status the retry rule judges (retry.Upstream): the
+// attempt's own, except that a connection error or an unreadable answer is
+// 0, like any network error, and a request too large for the deployment's
+// quota is 413, not a throttle: no wait lets it pass.
+func (e *Error) ruleStatus() int {
+	switch {
+	case e.Kind == KindTransient && e.Status < 500:
+		return 0
+	case e.Kind == KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return e.Status
+}

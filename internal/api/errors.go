@@ -16,6 +16,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/prompt"
+	"github.com/timebox-dev/timebox/internal/retry"
 )
 
 // Error is an answer timebox gives on purpose: status, stable code and a
@@ -56,11 +57,6 @@ type answer struct {
 	code, msg  string
 	retryAfter time.Duration // 429 only
 	challenge  string        // WWW-Authenticate, 401 and 403 only
-}
-
-// retryable statuses: the ones clients may retry (after Retry-After for 429).
-func (a answer) retryable() bool {
-	return a.status == http.StatusTooManyRequests || a.status == http.StatusBadGateway || a.status == http.StatusServiceUnavailable
 }
 
 // toAnswer is the one ordered table from errors to answers. The first
@@ -236,7 +232,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if a.challenge != "" {
 		h.Set("WWW-Authenticate", a.challenge)
 	}
-	if !a.retryable() {
+	// Clients retry only what the rule retries (after Retry-After for a
+	// 429); every other answer says so.
+	if !retry.Retryable(a.status) {
 		h.Set("x-should-retry", "false")
 	}
 	stampTiming(w, r)

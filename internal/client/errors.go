@@ -22,14 +22,19 @@ type CallError struct {
 	RetryAfter time.Duration // the wait the server asked for; 0 when none
 	Timeout    bool          // a slow failure, the server's deadline_exceeded, or an attempt timeout
 	Reason     retry.Reason  // why the rule stopped
+
+	// serverSaysWhen: the answer carried retry-after-ms, and timebox's
+	// message with it already says when to try again (docs/api.md).
+	serverSaysWhen bool
 }
 
 // Error says what happened in one line.
 func (e *CallError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Message)
-	// The server's message may already say when; say it once.
-	if e.Reason == retry.ReasonWaitTooLong && e.RetryAfter > 0 && !saysWhen(e.Message) {
+	// Say when to try again, once: timebox's message says it wherever the
+	// answer names the wait in retry-after-ms.
+	if e.Reason == retry.ReasonWaitTooLong && e.RetryAfter > 0 && !e.serverSaysWhen {
 		fmt.Fprintf(&b, " Try again in %d s.", int(math.Ceil(e.RetryAfter.Seconds())))
 	}
 	fmt.Fprintf(&b, " (status %d, code %s", e.Status, e.Code)
@@ -44,12 +49,6 @@ func (e *CallError) Error() string {
 	return b.String()
 }
 
-// saysWhen reports whether a message already tells the reader when to try
-// again. It only shapes the text shown to a person.
-func saysWhen(msg string) bool {
-	return strings.Contains(strings.ToLower(msg), "try again in")
-}
-
 func (r attemptResult) callError(attempts int, elapsed time.Duration, d retry.Decision, attemptTimeout time.Duration) *CallError {
 	e := &CallError{
 		Status:    r.status,
@@ -61,6 +60,7 @@ func (r attemptResult) callError(attempts int, elapsed time.Duration, d retry.De
 		Timeout:   d.Timeout || r.timedOut || r.errBody.Error.Code == "deadline_exceeded",
 		Reason:    d.Reason,
 	}
+	e.serverSaysWhen = r.header.Get("retry-after-ms") != "" && e.Message != ""
 	if e.RequestID == "" && r.header != nil {
 		e.RequestID = r.header.Get("x-request-id")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/origin"
+	"github.com/timebox-dev/timebox/internal/retry"
 )
 
 // PlatformLimit is the most an HTTP-triggered function can take to answer
@@ -138,9 +139,9 @@ func Load(getenv func(string) string) (Config, error) {
 		ClientID:            get("AZURE_CLIENT_ID"),
 		ManagedIdentity:     get("IDENTITY_ENDPOINT") != "",
 		Budget:              duration("REQUEST_BUDGET", 200*time.Second),
-		FastFailure:         duration("FAST_FAILURE_THRESHOLD", 30*time.Second),
+		FastFailure:         duration("FAST_FAILURE_THRESHOLD", retry.DefaultFastFailure),
 		ClientTimeoutMargin: duration("CLIENT_TIMEOUT_MARGIN", 2*time.Second),
-		UpstreamAttempts:    integer("UPSTREAM_MAX_ATTEMPTS", 2, 1, 5),
+		UpstreamAttempts:    integer("UPSTREAM_MAX_ATTEMPTS", retry.DefaultUpstreamAttempts, 1, 5),
 		MaxTokens:           integer("MAX_TOKENS", 1024, 1, 1_000_000),
 		TPM:                 integer("DEPLOYMENT_TPM", 0, 0, 1_000_000_000),
 		FetchTimeout:        duration("FETCH_TIMEOUT", 15*time.Second),

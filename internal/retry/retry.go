@@ -9,6 +9,7 @@
 package retry
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -21,7 +22,9 @@ import (
 // Unbounded is the Remaining of an attempt whose caller set no deadline.
 const Unbounded = time.Duration(math.MaxInt64)
 
-// Defaults of a zero Policy field.
+// Defaults of a zero Policy field. The TypeScript client's DEFAULTS
+// (client/src/rule.ts) are checked against the same figures in
+// testdata/vectors.json.
 const (
 	DefaultMaxAttempts = 3
 	DefaultFastFailure = 30 * time.Second
@@ -29,6 +32,20 @@ const (
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 8 * time.Second
 )
+
+// DefaultStatuses returns the HTTP statuses the rule retries by default: a
+// throttle (429) and the gateway statuses (502, 503, 504). Network errors
+// (status 0) are retried too.
+func DefaultStatuses() []int {
+	return []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+}
+
+// Retryable reports whether the rule retries status by default (see
+// DefaultStatuses); 0, a network error, is retryable. The server sets
+// x-should-retry: false on every answer it is not.
+func Retryable(status int) bool {
+	return status == 0 || slices.Contains(DefaultStatuses(), status)
+}
 
 // Reason says why Decide decided what it did. The strings are stable: they
 // appear in logs, in the CLI's output and in the shared test vectors.
@@ -110,41 +127,34 @@ func (p Policy) Decide(a Attempt) Decision {
 	if strings.EqualFold(strings.TrimSpace(a.Header.Get("X-Should-Retry")), "false") {
 		return Decision{Reason: ReasonShouldNotRetry}
 	}
-	if a.Elapsed >= or(p.FastFailure, DefaultFastFailure) {
+	if a.Elapsed >= cmp.Or(p.FastFailure, DefaultFastFailure) {
 		return Decision{Reason: ReasonSlowFailure, Timeout: true}
 	}
-	if a.Number >= or(p.MaxAttempts, DefaultMaxAttempts) {
+	if a.Number >= cmp.Or(p.MaxAttempts, DefaultMaxAttempts) {
 		return Decision{Reason: ReasonLastAttempt}
 	}
 	wait, asked := ServerWait(a.Header, a.Now)
 	if !asked {
 		wait = p.backoff(a.Number)
 	}
-	if (asked && wait > or(p.MaxWait, DefaultMaxWait)) || wait >= a.Remaining {
+	if (asked && wait > cmp.Or(p.MaxWait, DefaultMaxWait)) || wait >= a.Remaining {
 		return Decision{Wait: wait, Reason: ReasonWaitTooLong}
 	}
 	return Decision{Retry: true, Wait: wait, Reason: ReasonRetry}
 }
 
 func (p Policy) retryable(status int) bool {
-	if status == 0 {
-		return true
-	}
 	if p.Statuses == nil {
-		switch status {
-		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return true
-		}
-		return false
+		return Retryable(status)
 	}
-	return slices.Contains(p.Statuses, status)
+	return status == 0 || slices.Contains(p.Statuses, status)
 }
 
 // backoff returns the wait before attempt n+1 when the server named none:
 // BaseDelay·2^(n-1) capped at MaxDelay, the upper half jittered ("equal
 // jitter"), so waits stay within [d/2, d).
 func (p Policy) backoff(n int) time.Duration {
-	base, maxDelay := or(p.BaseDelay, DefaultBaseDelay), or(p.MaxDelay, DefaultMaxDelay)
+	base, maxDelay := cmp.Or(p.BaseDelay, DefaultBaseDelay), cmp.Or(p.MaxDelay, DefaultMaxDelay)
 	d := maxDelay
 	if n-1 < 30 && base<<(n-1) < maxDelay {
 		d = base << (n - 1)
@@ -217,12 +227,4 @@ func clampDuration(f float64) time.Duration {
 		return Unbounded
 	}
 	return time.Duration(f)
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

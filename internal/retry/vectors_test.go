@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,6 +53,36 @@ func loadVectors(t *testing.T) []vector {
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	require.NotEmpty(t, doc.Vectors)
 	return doc.Vectors
+}
+
+// The rule's defaults, the retryable statuses among them, are the figures
+// the shared file states; the TypeScript client's DEFAULTS are checked
+// against the same figures, so the two languages cannot drift.
+func TestDefaultsAreTheSharedOnes(t *testing.T) {
+	raw, err := os.ReadFile("testdata/vectors.json")
+	require.NoError(t, err)
+	var doc struct {
+		Defaults struct {
+			MaxAttempts   int     `json:"maxAttempts"`
+			FastFailureMs float64 `json:"fastFailureMs"`
+			MaxWaitMs     float64 `json:"maxWaitMs"`
+			BaseDelayMs   float64 `json:"baseDelayMs"`
+			MaxDelayMs    float64 `json:"maxDelayMs"`
+			Statuses      []int   `json:"statuses"`
+		} `json:"defaults"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	d := doc.Defaults
+	assert.Equal(t, d.MaxAttempts, retry.DefaultMaxAttempts)
+	assert.Equal(t, ms(d.FastFailureMs), retry.DefaultFastFailure)
+	assert.Equal(t, ms(d.MaxWaitMs), retry.DefaultMaxWait)
+	assert.Equal(t, ms(d.BaseDelayMs), retry.DefaultBaseDelay)
+	assert.Equal(t, ms(d.MaxDelayMs), retry.DefaultMaxDelay)
+	assert.Equal(t, d.Statuses, retry.DefaultStatuses())
+	for s := 100; s < 600; s++ {
+		assert.Equal(t, slices.Contains(d.Statuses, s), retry.Retryable(s), "status %d", s)
+	}
+	assert.True(t, retry.Retryable(0), "a network error")
 }
 
 func (v vector) attempt() retry.Attempt {
