@@ -40,7 +40,9 @@ export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
 export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
 
 if [ -f demo/serve.mjs ] && [ -f client/package.json ]; then
-  (cd client && { [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null; } && npm run --silent build >/dev/null)
+  # npm ci when the lock file is newer than the installed tree (a pull that brought a new dependency), not
+  # only when node_modules is missing; npm writes node_modules/.package-lock.json on every install.
+  (cd client && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund >/dev/null; } && npm run --silent build >/dev/null)
   node demo/serve.mjs --port "$DEMO_PORT" --api "http://127.0.0.1:$PORT" ${TOKEN_URL:+--token-url "$TOKEN_URL" --token-scope "$TOKEN_SCOPE"} &
   pids+=($!)
   echo "demo page: http://127.0.0.1:$DEMO_PORT/ (a second origin: every call is cross-origin, with a preflight)"
