@@ -304,3 +304,22 @@ func bicepBlocks(text, resourceType string) []string {
 	}
 	return out
 }
+
+// TestWorkflowsForForks: one workflow runs the README's test command, the
+// other deploys with azd signed in by OpenID Connect federation, so no
+// secret needs storing (TestNoKeysInTheRepository refuses any).
+func TestWorkflowsForForks(t *testing.T) {
+	root := repoRoot(t)
+	test := readFile(t, root, ".github/workflows/test.yml")
+	assert.Regexp(t, `(?m)^\s+run: make test$`, test)
+	assert.Regexp(t, `(?m)^  (push|pull_request):`, test, "runs on pushes and pull requests")
+
+	deploy := readFile(t, root, ".github/workflows/deploy.yml")
+	assert.Regexp(t, `(?m)^\s+id-token: write`, deploy, "may ask GitHub for the OIDC token")
+	assert.Regexp(t, `azd auth login --client-id "\$AZURE_CLIENT_ID" --federated-credential-provider github --tenant-id "\$AZURE_TENANT_ID"`, deploy)
+	assert.Regexp(t, `(?m)^\s+AZURE_CLIENT_ID: \$\{\{ vars\.AZURE_CLIENT_ID \}\}`, deploy, "ids come from repository variables")
+	assert.Regexp(t, `(?m)^\s+run: azd provision --no-prompt$`, deploy)
+	assert.Regexp(t, `(?m)^\s+run: azd deploy --no-prompt$`, deploy)
+	assert.Regexp(t, `(?m)^\s+run: go run \./cmd/timebox health `, deploy, "checks the deployment through the front end")
+	assert.NotContains(t, readFile(t, root, ".ci/run"), ".github", "CI does not depend on the GitHub workflows")
+}
