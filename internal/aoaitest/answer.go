@@ -29,7 +29,22 @@ type answer struct {
 // filtered returns the answer as the output filter leaves it: cut after
 // half its pieces, finish_reason "content_filter".
 func (a answer) filtered() answer {
-	a.pieces = a.pieces[:min(len(a.pieces), max(1, len(a.pieces)/2))]
+	return a.filteredAt(len(a.pieces[:min(len(a.pieces), max(1, len(a.pieces)/2))]))
+}
+
+// filteredAfter is filtered, cut after at most n tokens instead of half.
+func (a answer) filteredAfter(n int) answer {
+	keep, sum := 0, 0
+	for keep < len(a.pieces) && sum+a.pieces[keep].tokens <= n {
+		sum += a.pieces[keep].tokens
+		keep++
+	}
+	return a.filteredAt(keep)
+}
+
+// filteredAt keeps the first keep pieces, finish_reason "content_filter".
+func (a answer) filteredAt(keep int) answer {
+	a.pieces = a.pieces[:keep]
 	a.tokens = 0
 	for _, p := range a.pieces {
 		a.tokens += p.tokens

@@ -49,6 +49,15 @@ type Directive struct {
 	// short with finish_reason "content_filter") instead of the prompt (the
 	// recorded 400); key part=completion, default part=prompt.
 	Completion bool
+	// MidStream makes hang, reset and filter strike in the middle of the
+	// answer, after Tokens of its tokens (key tokens=N): a stall, a dropped
+	// connection, or the output filter stopping the answer. A filter with
+	// tokens filters the completion (part=completion is implied).
+	MidStream bool
+	// Tokens is how many tokens of the answer go out before a MidStream
+	// fault strikes (0: right after the stream's first, annotation-only
+	// chunks).
+	Tokens int
 }
 
 const (
@@ -72,16 +81,17 @@ var (
 // kindKeys lists, per kind, the keys it accepts besides the common ones (after,
 // times, id), and the key it requires, if any.
 var kindKeys = map[Kind]struct {
-	extra    string
-	required bool
+	extra     string
+	required  bool
+	midStream bool // takes tokens=N
 }{
-	KindHang:      {},
+	KindHang:      {midStream: true},
 	KindSlow:      {extra: "ms", required: true},
 	KindStatus:    {extra: "code", required: true},
-	KindReset:     {},
+	KindReset:     {midStream: true},
 	KindMalformed: {},
 	KindThrottle:  {extra: "s"},
-	KindFilter:    {extra: "part"},
+	KindFilter:    {extra: "part", midStream: true},
 }
 
 // FindDirective returns the last directive in text, reporting false when
@@ -123,7 +133,7 @@ func ParseDirective(s string) (Directive, error) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s given twice", clip(s), errSyntax, clip(k))
 		}
 		seen[k] = true
-		if !slices.Contains([]string{"after", "times", "id", spec.extra}, k) {
+		if !slices.Contains([]string{"after", "times", "id", spec.extra}, k) && (k != "tokens" || !spec.midStream) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
 		}
 		if k == "part" {
@@ -145,6 +155,11 @@ func ParseDirective(s string) (Directive, error) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s=%q is not a whole number >= 0", clip(s), errValue, k, clip(v))
 		}
 		switch k {
+		case "tokens":
+			d.MidStream, d.Tokens = true, n
+			if d.Kind == KindFilter {
+				d.Completion = true
+			}
 		case "times":
 			d.Times = n
 		case "code":
@@ -201,6 +216,9 @@ func (d Directive) String() string {
 		if d.Completion {
 			b.WriteString(" part=completion")
 		}
+	}
+	if d.MidStream {
+		fmt.Fprintf(&b, " tokens=%d", d.Tokens)
 	}
 	if d.After > 0 {
 		fmt.Fprintf(&b, " after=%d", d.After.Milliseconds())

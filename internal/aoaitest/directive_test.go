@@ -48,6 +48,11 @@ func TestFindDirective(t *testing.T) {
 		{name: "bare word", text: "[[sim:status 503]]", found: true, err: true},
 		{name: "twice", text: "[[sim:status code=500 code=503]]", found: true, err: true},
 		{name: "bad id", text: "[[sim:hang id=a/b]]", found: true, err: true},
+		{name: "stall mid-stream", text: "[[sim:hang tokens=50]]", want: aoaitest.Directive{Kind: aoaitest.KindHang, MidStream: true, Tokens: 50}, found: true},
+		{name: "reset mid-stream", text: "[[sim:reset tokens=0]]", want: aoaitest.Directive{Kind: aoaitest.KindReset, MidStream: true}, found: true},
+		{name: "filter mid-stream filters the completion", text: "[[sim:filter tokens=7]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter, Completion: true, MidStream: true, Tokens: 7}, found: true},
+		{name: "tokens is for hang, reset and filter", text: "[[sim:status code=500 tokens=3]]", found: true, err: true},
+		{name: "tokens not negative", text: "[[sim:reset tokens=-1]]", found: true, err: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,8 +78,17 @@
 //     with part=completion, a 200 whose answer is cut short with
 //     finish_reason "content_filter" and the tripped category flagged.
 //
-// A request that plays a fault spends no rate-limit quota, and a fault's
-// answer comes at once (after its after=), not paced by the latency model. A
+// hang, reset and filter also take tokens=N: the fault strikes in the
+// middle of the answer, once N of its tokens have gone out (paced by the
+// latency model): hang stalls the stream until the client goes away, reset
+// drops the connection without the body's end, filter ends the answer with
+// finish_reason "content_filter" (part=completion implied). An answer of N
+// tokens or fewer is not touched. Without stream: true the fault strikes
+// when N tokens would have been generated, before any byte.
+//
+// A request that plays a fault spends no rate-limit quota (but a tokens=N
+// one, which answers first), and a fault's answer comes at once (after its
+// after=), not paced by the latency model. A
 // directive that does not parse is answered 400, so a typo is loud. See
 // README.md beside this file for what each fault stands for and what timebox
 // should answer.

@@ -97,6 +97,7 @@ func (ex *exchange) serve() {
 
 	firstByte := ex.s.opts.TimeToFirstToken
 	filterAnswer := false
+	var midStream Directive // a stall or reset after some tokens
 	if d.Kind != "" && ex.s.fire(d) {
 		ex.rec.Fault = string(d.Kind)
 		switch {
@@ -104,6 +105,8 @@ func (ex *exchange) serve() {
 			firstByte = d.Delay
 		case d.Kind == KindFilter && d.Completion:
 			filterAnswer = true
+		case d.MidStream:
+			midStream = d
 		default:
 			ex.fault(d)
 			return
@@ -138,12 +141,23 @@ func (ex *exchange) serve() {
 		return
 	}
 	ans := newAnswer(codec, answerText(lastUserText(req.Messages), ex.model), maxTokens)
-	if filterAnswer {
+	switch {
+	case filterAnswer && d.MidStream:
+		ans = ans.filteredAfter(d.Tokens)
+	case filterAnswer:
 		ans = ans.filtered()
 	}
 	ex.rec.CompletionTokens = ans.tokens
 	if req.Stream {
-		ex.stream(ans, prompt, firstByte, v, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		ex.stream(ans, prompt, firstByte, v, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, midStream)
+		return
+	}
+	if midStream.Kind != "" {
+		// Not streamed: the fault strikes when those tokens would have
+		// been generated, before any byte of the answer.
+		if ex.wait(firstByte + time.Duration(midStream.Tokens)*ex.s.opts.PerToken) {
+			ex.fault(midStream)
+		}
 		return
 	}
 	if !ex.wait(firstByte + time.Duration(ans.tokens)*ex.s.opts.PerToken) {

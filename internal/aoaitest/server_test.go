@@ -785,3 +785,77 @@ func TestTimesWithoutIDCountsPerText(t *testing.T) {
 	assert.Equal(t, []int{200}, statuses("b [[sim:status code=502 times=1]]", 1))
 	assert.Equal(t, []int{503, 200}, statuses("[[sim:status code=503 times=1]]", 2))
 }
+
+// Mid-stream faults strike after the given number of tokens: the stream
+// stalls, the connection drops, or the output filter ends the answer.
+func TestMidStreamDirectives(t *testing.T) {
+	t.Run("stall", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sim, c := bubble(t, aoaitest.Options{PerToken: time.Second})
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			_, b, err := call(ctx, c, deploymentsURL, chatBody("Count to 10 [[sim:hang tokens=4]]", 0, true), nil)
+			require.Error(t, err, "nothing ends the stream but the client")
+			events := sseData(t, bytes.NewReader(b))
+			assert.Equal(t, "1, 2", contentOf(t, events), "four tokens, then silence")
+			synctest.Wait()
+			assert.Equal(t, 1, sim.Stats().Cancelled)
+			assert.Equal(t, "hang", sim.Requests()[0].Fault)
+		})
+	})
+	t.Run("reset", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sim, c := bubble(t, aoaitest.Options{PerToken: time.Second})
+			start := time.Now()
+			resp, b, err := call(t.Context(), c, deploymentsURL, chatBody("Count to 10 [[sim:reset tokens=3]]", 0, true), nil)
+			require.Error(t, err, "the body ends without its last chunk")
+			assert.Equal(t, 200, resp.StatusCode)
+			assert.Equal(t, 3*time.Second, time.Since(start))
+			events := sseData(t, bytes.NewReader(b))
+			assert.Equal(t, "1, ", contentOf(t, events))
+			assert.NotContains(t, events, "[DONE]")
+			synctest.Wait()
+			assert.Equal(t, 1, sim.Stats().Reset)
+		})
+	})
+	t.Run("filter", func(t *testing.T) {
+		sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
+		_, b := post(t, sim, "gpt-4o", chatBody("Count to 10 [[sim:filter tokens=5]]", 0, true), nil)
+		events := sseData(t, bytes.NewReader(b))
+		assert.Equal(t, "1, 2,", contentOf(t, events))
+		assert.Contains(t, events[len(events)-2], `"finish_reason":"content_filter"`)
+		assert.Equal(t, "[DONE]", events[len(events)-1])
+	})
+	t.Run("not streamed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sim, c := bubble(t, aoaitest.Options{PerToken: time.Second})
+			start := time.Now()
+			_, _, err := call(t.Context(), c, deploymentsURL, chatBody("Count to 10 [[sim:reset tokens=3]]", 0, false), nil)
+			require.Error(t, err)
+			assert.Equal(t, 3*time.Second, time.Since(start), "when the tokens would have been generated")
+			synctest.Wait()
+			assert.Equal(t, 1, sim.Stats().Reset)
+		})
+	})
+}
+
+// contentOf joins the delta contents of a stream's events.
+func contentOf(t *testing.T, events []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range events {
+		if ev == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string }
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(ev), &c), ev)
+		for _, ch := range c.Choices {
+			b.WriteString(ch.Delta.Content)
+		}
+	}
+	return b.String()
+}

@@ -12,8 +12,10 @@ import (
 
 // stream sends the answer as server-sent events, as
 // chat_200_stream_v1_endpoint.json: prompt filter results, the role, one
-// delta per token, the finish reason, optionally usage, then [DONE].
-func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verdict, includeUsage bool) {
+// delta per token, the finish reason, optionally usage, then [DONE]. A
+// midStream hang or reset strikes once its Tokens have been sent: the
+// stream stalls until the client goes away, or the connection drops.
+func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verdict, includeUsage bool, midStream Directive) {
 	if !ex.wait(firstByte) {
 		return
 	}
@@ -48,10 +50,16 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 	if !send(with(chunkChoice{ContentFilterResults: struct{}{}, Delta: delta{Content: &empty, Role: "assistant"}})) {
 		return
 	}
+	sent := 0
 	for i, piece := range a.pieces {
+		if midStream.Kind != "" && sent+piece.tokens > midStream.Tokens {
+			ex.fault(midStream)
+			return
+		}
 		if !ex.wait(time.Duration(piece.tokens) * ex.s.opts.PerToken) {
 			return
 		}
+		sent += piece.tokens
 		if !send(with(chunkChoice{ContentFilterResults: a.results(i), Delta: delta{Content: &piece.text}})) {
 			return
 		}

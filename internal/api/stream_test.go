@@ -245,20 +245,55 @@ func TestStreamFailureBeforeTheFirstTokenIsJSON(t *testing.T) {
 	}
 }
 
-// The content filter stopping the answer half-way ends the stream with an
-// error event after the text it let through; nothing is retried.
-func TestStreamFilteredMidAnswer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, nil, aoaitest.Options{})
-		s := h.stream(context.Background(), ask("[[sim:filter part=completion]] Count to 20, with a comma between each number."))
-		assertStreamHeaders(t, s.resp)
-		assert.NotEmpty(t, s.of("delta"))
-		e := decodeStreamError(t, s.last())
-		assert.Equal(t, "content_filtered", e.Error.Code)
-		assert.True(t, e.Partial)
-		assert.True(t, strings.HasPrefix(s.text(t), "1, 2, 3,"), s.text(t))
-		assert.Equal(t, 1, h.sim.Stats().Requests, "no retry after the first token")
-	})
+// Faults after the first token end the stream with an error event after
+// the text that got through, and are never retried (the simulator counts
+// one request). The same faults without a stream are a 500 (or, for the
+// filter, today's 200) carrying that text.
+func TestMidStreamFaults(t *testing.T) {
+	tests := []struct {
+		directive   string
+		wantCode    string
+		wantAt      time.Duration
+		wantText    string
+		wantStatus  int // not streamed
+		wantPartial bool
+	}{
+		{"[[sim:reset tokens=9]]", "upstream_error", 9 * time.Second, "1, 2, 3, ", 500, true},
+		{"[[sim:filter tokens=9]]", "content_filtered", 9 * time.Second, "1, 2, 3, ", 200, false},
+		{"[[sim:hang tokens=9]]", "deadline_exceeded", 200 * time.Second, "1, 2, 3, ", 500, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.directive, func(t *testing.T) {
+			question := ask(tt.directive + " Count to 20, with a comma between each number.")
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil, aoaitest.Options{PerToken: time.Second})
+				s := h.stream(context.Background(), question)
+				assertStreamHeaders(t, s.resp)
+				assert.Equal(t, tt.wantText, s.text(t))
+				last := s.last()
+				assert.Equal(t, tt.wantAt, last.at)
+				e := decodeStreamError(t, last)
+				assert.Equal(t, tt.wantCode, e.Error.Code)
+				assert.True(t, e.Partial)
+				synctest.Wait()
+				assert.Equal(t, 1, h.sim.Stats().Requests, "no retry after the first token")
+			})
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil, aoaitest.Options{PerToken: time.Second})
+				w := h.do(chatRequest(question))
+				assert.Equal(t, tt.wantStatus, w.Code, w.Body.String())
+				var body partialBody
+				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+				if tt.wantPartial {
+					require.NotNil(t, body.Partial)
+					assert.Equal(t, tt.wantText, body.Partial.Answer)
+					assert.Equal(t, 9, body.Partial.CompletionTokens)
+					assert.Equal(t, "false", w.Header().Get("x-should-retry"), "an answer that had begun is not asked again")
+				}
+				assert.Equal(t, 1, h.sim.Stats().Requests)
+			})
+		})
+	}
 }
 
 // A caller that goes away mid-answer cuts the upstream call; the log line
