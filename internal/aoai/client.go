@@ -271,6 +271,10 @@ func (c *Client) once(ctx context.Context, body []byte, requestID string, onDelt
 	if err != nil {
 		return Response{}, resp.Header, readFailure(ctx, resp.StatusCode, text, err)
 	}
+	// Read to the body's end (its last chunk follows [DONE]): a body closed
+	// before it costs the connection, and a new one to Azure is a TLS
+	// handshake.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEventBytes))
 	finish, usage, _ := dec.result()
 	return Response{Content: text, FinishReason: finish, Usage: usage, Status: resp.StatusCode}, resp.Header, nil
 }
