@@ -74,7 +74,9 @@ func openStream(w http.ResponseWriter, deadline time.Time, begin func()) *eventS
 	// Not every writer has deadlines (a test's recorder); the budget still
 	// ends the upstream call, and with it the stream.
 	_ = es.rc.SetWriteDeadline(deadline.Add(writeGrace))
+	es.mu.Lock() // the timer's goroutine reads es.timer
 	es.timer = time.AfterFunc(keepAlive, es.keepAlive)
+	es.mu.Unlock()
 	return es
 }
 
