@@ -323,3 +323,23 @@ func TestWorkflowsForForks(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s+run: go run \./cmd/timebox health `, deploy, "checks the deployment through the front end")
 	assert.NotContains(t, readFile(t, root, ".ci/run"), ".github", "CI does not depend on the GitHub workflows")
 }
+
+// TestLocalSettingsExampleListsEverySetting: `func start` reads the
+// handler's settings from local.settings.json, so the example names every
+// one a developer may set (the ones the platform sets are left out), and
+// the two the local host itself needs.
+func TestLocalSettingsExampleListsEverySetting(t *testing.T) {
+	root := repoRoot(t)
+	var example struct {
+		Values map[string]string `json:"Values"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, root, "local.settings.json.example")), &example))
+	want := []string{"FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage"}
+	for name := range handlerSettings(t, root) {
+		if name != "FUNCTIONS_CUSTOMHANDLER_PORT" && name != "IDENTITY_ENDPOINT" && !strings.HasPrefix(name, "WEBSITE_") {
+			want = append(want, name)
+		}
+	}
+	assert.ElementsMatch(t, want, sortedKeys(example.Values), "the Values of local.settings.json.example")
+	assert.Equal(t, "custom", example.Values["FUNCTIONS_WORKER_RUNTIME"])
+}
