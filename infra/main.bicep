@@ -112,6 +112,9 @@ var tags = { 'azd-env-name': environmentName }
 var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
 var deploymentStorageContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
 var useExistingOpenAi = !empty(openAiAccountName)
+// Names known before deployment, so module scopes and parameters need no outputs of conditional modules.
+var openAiName = useExistingOpenAi ? openAiAccountName : '${abbrs.cognitiveServicesAccounts}${resourceToken}'
+var openAiGroupName = useExistingOpenAi && !empty(openAiResourceGroupName) ? openAiResourceGroupName : rg.name
 
 // host.json is the one place the per-instance concurrency is decided; the plan's HTTP concurrency follows it,
 // so the platform never sends an instance more requests than its host admits without a queue.
@@ -160,7 +163,7 @@ module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi) {
   name: 'openai'
   scope: rg
   params: {
-    name: '${abbrs.cognitiveServicesAccounts}${resourceToken}'
+    name: openAiName
     location: location
     tags: tags
     deploymentName: openAiDeploymentName
@@ -173,9 +176,10 @@ module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi) {
 // The role on the Azure OpenAI account, wherever it lives: the existing account's group, or ours.
 module openAiAccess 'app/openai-access.bicep' = {
   name: 'openai-access'
-  scope: useExistingOpenAi ? resourceGroup(empty(openAiResourceGroupName) ? rg.name : openAiResourceGroupName) : rg
+  scope: resourceGroup(openAiGroupName)
+  dependsOn: [rg, newOpenAi]
   params: {
-    accountName: useExistingOpenAi ? openAiAccountName : newOpenAi!.outputs.name
+    accountName: openAiName
     principalId: identity.outputs.principalId
   }
 }
