@@ -109,12 +109,17 @@ class Proc {
   }
 }
 
+/** The local issuer's test tenant and the app the handler accepts tokens for, with `startStack({ entra: true })`. */
+export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience: 'api://timebox-e2e', scope: 'user_impersonation', oid: '00000000-0000-4000-8000-00000000ad01' };
+
 /**
  * Builds and starts the simulator, the handler (budget 6 s, threshold
  * 3 s) and the two demo servers. Returns their URLs, the handler's log
- * lines, and stop().
+ * lines, and stop(). With entra, the simulator is also Entra ID (-issuer),
+ * the handler runs AUTH_MODE=entra against it, both pages' origins are
+ * allowed, and only the first page (demo) gets a token for its calls.
  */
-export async function startStack() {
+export async function startStack({ entra = false } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
   const run = promisify(execFile);
   await Promise.all([
@@ -165,7 +170,11 @@ export async function startStack() {
     },
   };
   try {
-    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini'], baseEnv));
+    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', ...(entra ? ['-issuer'] : [])], baseEnv));
+    const issuer = `http://127.0.0.1:${simPort}`;
+    const auth = entra
+      ? { AUTH_MODE: 'entra', AUTH_AUDIENCE: ENTRA.audience, AUTH_TENANTS: ENTRA.tenant, AUTH_REQUIRED_SCOPE: ENTRA.scope, AZURE_AUTHORITY_HOST: issuer }
+      : {};
     await waitFor(`http://127.0.0.1:${simPort}/`, 'the simulator');
     stack.handler = new Proc('handler', join(bin, 'handler'), [], {
       ...baseEnv,
@@ -175,12 +184,14 @@ export async function startStack() {
       AZURE_OPENAI_API_KEY: key,
       REQUEST_BUDGET: BUDGET,
       FAST_FAILURE_THRESHOLD: THRESHOLD,
-      ALLOWED_ORIGINS: stack.demo,
+      ALLOWED_ORIGINS: entra ? `${stack.demo},${stack.otherDemo}` : stack.demo,
+      ...auth,
     });
     procs.push(stack.handler);
     await waitFor(`${stack.api}/api/health`, 'the handler');
     for (const [name, port] of [['demo', demoPort], ['demo-disallowed', otherPort]]) {
-      procs.push(new Proc(name, process.execPath, ['demo/serve.mjs', '--port', String(port), '--api', stack.api, '--threshold', THRESHOLD, '--budget', BUDGET], baseEnv));
+      const token = entra && name === 'demo' ? ['--token-url', `${issuer}/${ENTRA.tenant}/oauth2/v2.0/token`, '--token-scope', `${ENTRA.audience}/${ENTRA.scope}`] : [];
+      procs.push(new Proc(name, process.execPath, ['demo/serve.mjs', '--port', String(port), '--api', stack.api, '--threshold', THRESHOLD, '--budget', BUDGET, ...token], baseEnv));
       await waitFor(`http://127.0.0.1:${port}/config.js`, name);
     }
   } catch (err) {
