@@ -297,6 +297,10 @@ test('cancel while streaming: the attempt gets its own row and the handler ends 
   const logFrom = stack.handler.lines.length;
   await page.click('#ask');
   await page.waitForSelector('#state[data-state="streaming"]');
+  // The attempt's elapsed time counts while it runs.
+  const elapsed = '#timeline tbody tr:first-child td:nth-child(3)';
+  const before = await page.textContent(elapsed);
+  await page.waitForFunction(([sel, was]) => document.querySelector(sel).textContent !== was, [elapsed, before]);
   await page.click('#cancel');
   await page.waitForSelector('#state[data-state="failed"]', { timeout: 4_000 });
   assert.equal(await page.textContent('#error'), 'Cancelled by the user.');
@@ -321,4 +325,27 @@ test('the same long answer not streamed: the 500 deadline_exceeded carries the p
   assert.ok(Number(await r.field('completionTokens')) > 0, 'the server counted the partial tokens');
   assert.deepEqual(r.rows.map((row) => [row[0], row[1], row[3]]), [['1', '500', 'stop: not_retryable']]);
   await r.page.close();
+});
+
+test('counters run through the attempt and the wait; a cancel during the wait gets its own row', async () => {
+  const page = await context.newPage();
+  const chat = `${stack.api}/api/chat`;
+  const requests = [];
+  page.on('request', (r) => {
+    if (r.url() === chat && r.method() === 'POST') requests.push(r);
+  });
+  // Throttled for longer than the 6 s budget: the page gets the 429 and waits Retry-After (8 s).
+  await page.goto(`${stack.demo}/?scenario=throttled`);
+  await page.click('#ask');
+  const waitCell = '#timeline tbody tr:first-child td:nth-child(5)';
+  await page.waitForFunction((sel) => /^\d+ ms of \d/.test(document.querySelector(sel)?.textContent ?? ''), waitCell);
+  const first = await page.textContent(waitCell);
+  await page.waitForFunction(([sel, before]) => /of/.test(document.querySelector(sel).textContent) && document.querySelector(sel).textContent !== before, [waitCell, first]);
+  await page.click('#cancel');
+  await page.waitForSelector('#state[data-state="failed"]', { timeout: 4_000 });
+  const rows = await page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((row) => [row[0], row[1], row[3]]), [['1', '429', 'retry'], ['2', '', 'cancelled by the user (before it was sent)']]);
+  assert.doesNotMatch(rows[0][4], /of/, 'the wait cell shows how long the page waited');
+  assert.equal(requests.length, 1, 'the second attempt was never sent');
+  await page.close();
 });
