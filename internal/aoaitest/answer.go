@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // This file holds answer synthesis: what the simulated model says to a
@@ -71,12 +71,16 @@ func (a answer) text() string {
 	return b.String()
 }
 
-// newAnswer tokenizes text with codec and keeps at most limit tokens (0: no
-// limit), finishing "length" when it had to cut.
-func newAnswer(codec tokenizer.Codec, text string, limit int) answer {
-	_, toks, err := codec.Encode(text)
-	if err != nil {
-		toks = []string{text}
+// newAnswer cuts text into the tokens c counts and keeps at most limit of
+// them (0: no limit), finishing "length" when it had to cut.
+func newAnswer(c *tokens.Counter, text string, limit int) answer {
+	var toks []string
+	at := 0
+	for _, end := range c.Ends(text) {
+		toks, at = append(toks, text[at:end]), end
+	}
+	if at < len(text) {
+		toks = append(toks, text[at:]) // Ends failed: the rest as one token
 	}
 	a := answer{finish: "stop"}
 	if limit > 0 && len(toks) > limit {

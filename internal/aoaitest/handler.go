@@ -86,7 +86,7 @@ func (ex *exchange) serve() {
 			d = found
 		}
 	}
-	counter, codec, err := ex.s.counter(ex.model)
+	counter, err := ex.s.counter(ex.model)
 	if err != nil {
 		ex.serverError(http.StatusInternalServerError)
 		return
@@ -140,7 +140,7 @@ func (ex *exchange) serve() {
 		})
 		return
 	}
-	ans := newAnswer(codec, answerText(lastUserText(req.Messages), ex.model), maxTokens)
+	ans := newAnswer(counter, answerText(lastUserText(req.Messages), ex.model), maxTokens)
 	switch {
 	case filterAnswer && d.MidStream:
 		ans = ans.filteredAfter(d.Tokens)

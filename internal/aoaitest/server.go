@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tiktoken-go/tokenizer"
-
 	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -132,7 +130,6 @@ type Server struct {
 	mu       sync.Mutex
 	limits   map[string]*limiter // by deployment
 	counters map[string]int      // directive Times counters, by counterKey
-	codecs   map[string]tokenizer.Codec
 	counts   map[string]*tokens.Counter
 	stats    Stats
 	records  []Record
@@ -158,7 +155,6 @@ func New(o Options) *Server {
 		log:         log,
 		limits:      map[string]*limiter{},
 		counters:    map[string]int{},
-		codecs:      map[string]tokenizer.Codec{},
 		counts:      map[string]*tokens.Counter{},
 	}
 }
@@ -297,24 +293,20 @@ func (s *Server) peek(deployment string) verdict {
 	return s.limiterFor(deployment).peek(time.Now())
 }
 
-// counter returns the token counter and codec of a model's encoding.
-func (s *Server) counter(model string) (*tokens.Counter, tokenizer.Codec, error) {
+// counter returns the token counter of a model's encoding.
+func (s *Server) counter(model string) (*tokens.Counter, error) {
 	enc := modelfacts.Lookup(model).Encoding
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.counts[enc]; ok {
-		return c, s.codecs[enc], nil
+		return c, nil
 	}
 	c, err := tokens.New(enc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("count tokens: %w", err)
+		return nil, fmt.Errorf("count tokens: %w", err)
 	}
-	codec, err := tokenizer.Get(tokenizer.Encoding(enc))
-	if err != nil {
-		return nil, nil, fmt.Errorf("load %s: %w", enc, err)
-	}
-	s.counts[enc], s.codecs[enc] = c, codec
-	return c, codec, nil
+	s.counts[enc] = c
+	return c, nil
 }
 
 // model returns the model name reported for a deployment.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -58,7 +59,7 @@ func TestABodyThatStopsArrivingIsAnsweredAtTheDeadline(t *testing.T) {
 				body, err := io.ReadAll(resp.Body)
 				require.NoError(t, err, "the answer ends; the connection does not wait for the rest of the body")
 				require.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", body)
-				var e errorBody
+				var e apiwire.ErrorBody
 				require.NoError(t, json.Unmarshal(body, &e))
 				assert.Equal(t, "deadline_exceeded", e.Error.Code)
 				assert.Contains(t, e.Error.Message, "took too long to arrive")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/extract"
@@ -183,14 +184,6 @@ func (s *server) note(r *http.Request, err error) {
 	rec.err = err
 }
 
-// PartialAnswer is the text an answer had reached when it failed, sent
-// with the error to a caller that does not stream (a streaming caller has
-// had it already, as deltas).
-type PartialAnswer struct {
-	Answer           string `json:"answer"`
-	CompletionTokens int    `json:"completionTokens"`
-}
-
 // partialOf returns the text an upstream failure had received, if any.
 func partialOf(err error) string {
 	var upErr *aoai.Error
@@ -207,9 +200,9 @@ func partialOf(err error) string {
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	rec := recordFrom(r.Context())
 	s.note(r, err)
-	var partial *PartialAnswer
+	var partial *apiwire.PartialAnswer
 	if text := partialOf(err); text != "" {
-		partial = &PartialAnswer{Answer: text, CompletionTokens: s.Tokens.Text(text)}
+		partial = &apiwire.PartialAnswer{Answer: text, CompletionTokens: s.Tokens.Text(text)}
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {
 		rec.code = codeClientGone
@@ -238,11 +231,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.Set("x-should-retry", "false")
 	}
 	stampTiming(w, r)
-	body := map[string]any{"error": map[string]string{
-		"code": a.code, "message": a.msg, "requestId": requestID(r.Context()),
-	}}
+	body := apiwire.ErrorBody{Error: apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(r.Context())}, Partial: partial}
 	if partial != nil {
-		body["partial"] = partial
 		rec.completionTokens = partial.CompletionTokens
 	}
 	writeJSON(w, a.status, body)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/fetch/fetchtest"
@@ -154,17 +155,9 @@ func ask(question string) string {
 	return string(b)
 }
 
-type errorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"requestId"`
-	} `json:"error"`
-}
-
-func decodeError(t *testing.T, w *httptest.ResponseRecorder) errorBody {
+func decodeError(t *testing.T, w *httptest.ResponseRecorder) apiwire.ErrorBody {
 	t.Helper()
-	var e errorBody
+	var e apiwire.ErrorBody
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
 	return e
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 )
 
 // longGeneration is a simulator whose answer to longQuestion takes 301 s:
@@ -31,14 +32,6 @@ func tokensBy(d time.Duration) int {
 	return int((d - longGeneration.TimeToFirstToken) / longGeneration.PerToken)
 }
 
-type partialBody struct {
-	errorBody
-	Partial *struct {
-		Answer           string `json:"answer"`
-		CompletionTokens int    `json:"completionTokens"`
-	} `json:"partial"`
-}
-
 // A caller that does not stream still gets what was generated when the
 // budget runs out: the 500 deadline_exceeded carries the text so far.
 func TestDeadlineGivesTheTextSoFarToACallerThatDoesNotStream(t *testing.T) {
@@ -50,7 +43,7 @@ func TestDeadlineGivesTheTextSoFarToACallerThatDoesNotStream(t *testing.T) {
 		require.Equal(t, http.StatusInternalServerError, w.Code)
 		assert.Equal(t, "false", w.Header().Get("x-should-retry"))
 		assertCORS(t, w.Header())
-		var body partialBody
+		var body apiwire.ErrorBody
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
 		assert.Equal(t, "deadline_exceeded", body.Error.Code)
 		require.NotNil(t, body.Partial, "the text generated until the deadline")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/prompt"
 )
@@ -20,14 +21,8 @@ var errAnswerFiltered = &Error{http.StatusBadRequest, "content_filtered",
 // streamError is the data of a stream's error event. Partial says that the
 // deltas before it were all of the answer there will be.
 type streamError struct {
-	Error   errorFields `json:"error"`
-	Partial bool        `json:"partial"`
-}
-
-type errorFields struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"requestId"`
+	Error   apiwire.Error `json:"error"`
+	Partial bool          `json:"partial"`
 }
 
 // stream answers as server-sent events: a delta per piece of the answer as
@@ -68,7 +63,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		rec.code = a.code
 		s.countTokens(rec, generated, es.delivered())
 		es.last(eventError, streamError{
-			Error:   errorFields{Code: a.code, Message: a.msg, RequestID: requestID(ctx)},
+			Error:   apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(ctx)},
 			Partial: true,
 		})
 	default:

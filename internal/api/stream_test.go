@@ -16,6 +16,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -102,12 +103,8 @@ func (s streamed) of(typ string) []sseEvent {
 func (s streamed) last() sseEvent { return s.events[len(s.events)-1] }
 
 type streamErrorData struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"requestId"`
-	} `json:"error"`
-	Partial bool `json:"partial"`
+	Error   apiwire.Error `json:"error"`
+	Partial bool          `json:"partial"`
 }
 
 func decodeStreamError(t *testing.T, ev sseEvent) streamErrorData {
@@ -236,7 +233,7 @@ func TestStreamFailureBeforeTheFirstTokenIsJSON(t *testing.T) {
 				assert.Equal(t, tt.wantStatus, s.resp.StatusCode)
 				assert.Equal(t, "application/json; charset=utf-8", s.resp.Header.Get("Content-Type"))
 				assertCORS(t, s.resp.Header)
-				var e errorBody
+				var e apiwire.ErrorBody
 				require.NoError(t, json.Unmarshal([]byte(s.events[0].data), &e))
 				assert.Equal(t, tt.wantCode, e.Error.Code)
 				assert.Equal(t, 1, h.sim.Stats().Requests)

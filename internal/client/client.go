@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
@@ -123,7 +124,7 @@ type attemptResult struct {
 	elapsed  time.Duration
 	err      error
 	timedOut bool
-	errBody  ErrorBody
+	errBody  apiwire.ErrorBody
 }
 
 func (c *Client) attempt(ctx context.Context, method, path string, body []byte, timeout time.Duration) attemptResult {

@@ -21,12 +21,3 @@ type Health struct {
 	Status  string `json:"status"`
 	Version string `json:"version"`
 }
-
-// ErrorBody is the error body of every timebox route.
-type ErrorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"requestId"`
-	} `json:"error"`
-}

@@ -1,0 +1,30 @@
+// Package apiwire holds the error body of timebox's HTTP API (docs/api.md),
+// spelled once for both ends: the server (package api) writes it, the Go
+// client (package client) and the tests read it. It has no dependencies, so
+// the CLI that imports it does not carry the server.
+package apiwire
+
+// ErrorBody is the body of every error answer:
+// {"error": {"code", "message", "requestId"}, "partial"?}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+	// Partial is the text the answer had reached when it failed, on a JSON
+	// answer to a caller that does not stream; nil when there was none.
+	Partial *PartialAnswer `json:"partial,omitempty"`
+}
+
+// Error is what went wrong: a stable code (docs/api.md lists them all), a
+// message an end user can read, and the request's id for support.
+type Error struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"requestId"`
+}
+
+// PartialAnswer is the text an answer had reached when it failed, sent
+// with the error to a caller that does not stream (a streaming caller has
+// had it already, as deltas).
+type PartialAnswer struct {
+	Answer           string `json:"answer"`
+	CompletionTokens int    `json:"completionTokens"`
+}
