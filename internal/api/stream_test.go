@@ -279,7 +279,7 @@ func TestMidStreamFaults(t *testing.T) {
 				h := newHarness(t, nil, aoaitest.Options{PerToken: time.Second})
 				w := h.do(chatRequest(question))
 				assert.Equal(t, tt.wantStatus, w.Code, w.Body.String())
-				var body partialBody
+				var body apiwire.ErrorBody
 				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
 				if tt.wantPartial {
 					require.NotNil(t, body.Partial)
