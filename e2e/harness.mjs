@@ -17,6 +17,10 @@ export const artifacts = join(repo, 'e2e', 'artifacts');
 export const BUDGET = '6s';
 export const THRESHOLD = '3s';
 
+/** The simulator's time to first token and time per token (streams are paced by them). */
+export const SIM_TTFT = '500ms';
+export const SIM_PER_TOKEN = '10ms';
+
 /** n distinct free ports on 127.0.0.1: all held open at once, then released. */
 async function freePorts(n) {
   const servers = await Promise.all(
@@ -170,7 +174,10 @@ export async function startStack({ entra = false } = {}) {
     },
   };
   try {
-    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', ...(entra ? ['-issuer'] : [])], baseEnv));
+    // The latency model the streaming tests count on, stated rather than
+    // inherited: a 1024-token answer (the handler's default limit) takes
+    // over 10 s, past the 6 s budget; counting to 100 takes about 2.5 s.
+    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv));
     const issuer = `http://127.0.0.1:${simPort}`;
     const auth = entra
       ? { AUTH_MODE: 'entra', AUTH_AUDIENCE: ENTRA.audience, AUTH_TENANTS: ENTRA.tenant, AUTH_REQUIRED_SCOPE: ENTRA.scope, AZURE_AUTHORITY_HOST: issuer }
