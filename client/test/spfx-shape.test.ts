@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { TimeboxClient, spfxTransport } from '../src/index.js';
+import { TimeboxClient, aadTokenTransport, spfxTransport } from '../src/index.js';
 
 declare class AadHttpClientConfiguration {
   private readonly _flags: unknown;
@@ -27,4 +27,24 @@ function webPartClient(aad: AadHttpClient): TimeboxClient {
 
 test("SPFx's AadHttpClient fits spfxTransport (checked by tsc)", () => {
   assert.equal(typeof webPartClient, 'function');
+});
+
+// SPFx's AadTokenProvider, as @microsoft/sp-http-base 1.23.2 declares it
+// (dist/index-internal-beta.d.ts, IAadTokenProvider: two getToken overloads,
+// copied as they are), fits aadTokenTransport without a cast.
+interface IGetTokenOptions {
+  useCachedToken?: boolean;
+  claims?: string;
+}
+declare class AadTokenProvider {
+  getToken(resourceEndpoint: string, options?: IGetTokenOptions): Promise<string>;
+  getToken(resourceEndpoint: string, useCachedToken?: boolean): Promise<string>;
+}
+
+function streamingWebPartClient(provider: AadTokenProvider): TimeboxClient {
+  return new TimeboxClient({ baseUrl: 'https://contoso-timebox.azurewebsites.net', transport: aadTokenTransport(provider, 'api://timebox-api') });
+}
+
+test("SPFx's AadTokenProvider fits aadTokenTransport (checked by tsc)", () => {
+  assert.equal(typeof streamingWebPartClient, 'function');
 });
