@@ -17,7 +17,7 @@ import (
 )
 
 // errUsage marks a command line that cannot run; the usage was printed.
-var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION\n       timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]")
+var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--stream] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION\n       timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]")
 
 // run is the composition root: it parses args (without the program name,
 // like the other commands), reads TIMEBOX_URL, TIMEBOX_KEY and TIMEBOX_TOKEN from getenv as
@@ -52,6 +52,7 @@ type askConfig struct {
 	attemptTimeout time.Duration // one attempt, sent as x-client-timeout-ms
 	policy         retry.Policy
 	question       string
+	stream         bool // ask: print the answer as it arrives
 }
 
 // client returns the API client the command line asks for, over hc.
@@ -83,6 +84,9 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 	fs.DurationVar(&c.attemptTimeout, "attempt-timeout", attemptTimeout, "one attempt's timeout, sent as x-client-timeout-ms (shrunk to the time left)")
 	fs.IntVar(&c.policy.MaxAttempts, "attempts", retry.DefaultMaxAttempts, "attempts in all, the first included")
 	fs.DurationVar(&c.policy.FastFailure, "threshold", retry.DefaultFastFailure, "a failed attempt that took at least this long is a timeout and is not retried")
+	if command == "ask" {
+		fs.BoolVar(&c.stream, "stream", false, "print the answer as it arrives (server-sent events); retried by the rule only until the first piece")
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, errUsage
 	}
@@ -121,7 +125,19 @@ func ask(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	res, err := c.client(hc, stderr).Call(ctx, http.MethodPost, "/api/chat", body)
+	var res client.Result
+	if c.stream {
+		printed := false
+		res, err = c.client(hc, stderr).Stream(ctx, "/api/chat", body, func(text string) {
+			printed = true
+			fmt.Fprint(stdout, text)
+		})
+		if printed {
+			fmt.Fprintln(stdout) // the answer's line ends, whatever came after it
+		}
+	} else {
+		res, err = c.client(hc, stderr).Call(ctx, http.MethodPost, "/api/chat", body)
+	}
 	if err != nil {
 		return commandError(c.command, err)
 	}
@@ -129,7 +145,9 @@ func ask(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Wr
 	if err := json.Unmarshal(res.Body, &r); err != nil {
 		return &client.CallError{Status: res.Status, Code: "invalid_response", Message: "The service sent an answer that could not be read.", RequestID: res.Header.Get("x-request-id"), Attempts: res.Attempts, Elapsed: res.Elapsed, Reason: retry.ReasonNotRetryable}
 	}
-	fmt.Fprintln(stdout, r.Answer)
+	if !c.stream {
+		fmt.Fprintln(stdout, r.Answer)
+	}
 	fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
 		r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)
 	client.PrintServerTiming(stderr, res.Header)

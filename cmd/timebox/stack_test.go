@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,13 @@ func askTheStack(t *testing.T, question string) (stdout, stderr string, requests
 
 // runTheStack is askTheStack for any command line.
 func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
+	return runTheStackWith(t, aoaitest.Options{}, nil, args...)
+}
+
+// runTheStackWith is runTheStack with the simulator's latency in sim, and
+// every write to stdout also given to onOut (inside the bubble, so it can
+// read the virtual clock).
+func runTheStackWith(t *testing.T, sim aoaitest.Options, onOut func(string), args ...string) (stdout, stderr string, requests int64, elapsed time.Duration, err error) {
 	synctest.Test(t, func(t *testing.T) {
 		const key = "sim-key"
 		settings := map[string]string{
@@ -40,7 +48,8 @@ func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests 
 		cfg, cerr := config.Load(func(k string) string { return settings[k] })
 		require.NoError(t, cerr)
 
-		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}}))
+		sim.APIKey, sim.Deployments = key, []string{"gpt-4o-mini"}
+		_, simClient := memnet.Serve(t, aoaitest.New(sim))
 		a, cerr := app.New(cfg, app.Ext{Version: "test", Upstream: simClient})
 		require.NoError(t, cerr)
 		h := a.Handler
@@ -54,8 +63,12 @@ func runTheStack(t *testing.T, args ...string) (stdout, stderr string, requests 
 		}))
 
 		var out, errOut bytes.Buffer
+		var stdoutW io.Writer = &out
+		if onOut != nil {
+			stdoutW = io.MultiWriter(&out, writerFunc(func(p []byte) (int, error) { onOut(string(p)); return len(p), nil }))
+		}
 		start := time.Now()
-		err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
+		err = runWith(t.Context(), args, noEnv, stdoutW, &errOut, hc)
 		elapsed = time.Since(start)
 		stdout, stderr, requests = out.String(), errOut.String(), n.Load()
 	})
@@ -127,4 +140,82 @@ func TestStackThrottleSaysWhenOnce(t *testing.T) {
 	assert.Equal(t, time.Duration(0), elapsed.Round(time.Second))
 	assert.Equal(t, 1, strings.Count(ce.Error(), "Try again in 45 s."), ce.Error())
 	assert.Contains(t, errOut, "-> stop: wait_too_long (45s)")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// streamTheStack runs timebox ask --stream against the stack, the
+// simulator sending a token a second after 1 s, and notes when each piece
+// of stdout was written.
+func streamTheStack(t *testing.T, question string) (writes []timedWrite, stderr string, requests int64, elapsed time.Duration, err error) {
+	onOut := func(s string) { writes = append(writes, timedWrite{at: time.Now(), text: s}) }
+	_, stderr, requests, elapsed, err = runTheStackWith(t, aoaitest.Options{TimeToFirstToken: time.Second, PerToken: time.Second}, onOut,
+		"ask", "--url", "http://app.test", "--stream", question)
+	return writes, stderr, requests, elapsed, err
+}
+
+type timedWrite struct {
+	at   time.Time
+	text string
+}
+
+func joined(ws []timedWrite) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString(w.text)
+	}
+	return b.String()
+}
+
+// --stream prints the answer as it arrives: one write per token, a second
+// apart, then the line's end.
+func TestStackStreams(t *testing.T) {
+	writes, errOut, n, elapsed, err := streamTheStack(t, "Count to 3, with a comma between each number, no newlines and a period at the end.")
+	require.NoError(t, err, errOut)
+	assert.EqualValues(t, 1, n)
+	assert.Equal(t, "1, 2, 3.\n", joined(writes))
+	require.Len(t, writes, 9, "eight tokens (1 , ␠ 2 , ␠ 3 .), then the newline")
+	for i := 1; i < 8; i++ {
+		assert.Equal(t, time.Second, writes[i].at.Sub(writes[i-1].at), "token %d came a second after the one before", i)
+	}
+	assert.Equal(t, 9*time.Second, elapsed, "1 s to the first chunk, then eight tokens a second apart")
+	assert.Contains(t, errOut, "attempt 1: status 200 in ")
+	assert.Contains(t, errOut, "finish stop")
+}
+
+// Before the first piece the rule retries a fast failure, as without a
+// stream.
+func TestStackStreamRetriesBeforeTheFirstPiece(t *testing.T) {
+	writes, errOut, n, _, err := streamTheStack(t, "[[sim:status code=503 times=2 id=cli-stream]] Count to 3, with a comma between each number, no newlines and a period at the end.")
+	require.NoError(t, err, errOut)
+	assert.EqualValues(t, 3, n)
+	assert.Equal(t, "1, 2, 3.\n", joined(writes))
+}
+
+// After the first piece nothing is retried: the error ends the command,
+// the text that arrived stays printed.
+func TestStackStreamIsNotRetriedAfterTheFirstPiece(t *testing.T) {
+	tests := []struct {
+		question    string
+		wantCode    string
+		wantElapsed time.Duration
+	}{
+		{"[[sim:reset tokens=4]] Count to 10, with a comma between each number.", "upstream_error", 5 * time.Second},
+		{"[[sim:hang tokens=4]] Count to 10, with a comma between each number.", "deadline_exceeded", 200 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wantCode, func(t *testing.T) {
+			writes, errOut, n, elapsed, err := streamTheStack(t, tt.question)
+			var ce *client.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.wantCode, ce.Code)
+			assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
+			assert.EqualValues(t, 1, n, "one request: the answer had begun")
+			assert.Equal(t, "1, 2\n", joined(writes), "the text that arrived, and the line's end")
+			assert.Equal(t, tt.wantElapsed, elapsed)
+			assert.Contains(t, errOut, "-> stop: the answer had begun")
+		})
+	}
 }

@@ -59,15 +59,35 @@ type Result struct {
 // returns the 2xx Result, or the *CallError of the attempt that ended the
 // call, or the cause of ctx when ctx ended first.
 func (c *Client) Call(ctx context.Context, method, path string, body []byte) (Result, error) {
+	return c.call(ctx, method, path, body, nil)
+}
+
+// Stream is Call for POST path asking for server-sent events: onDelta gets
+// each piece of the answer as it arrives, and the Result's Body is the data
+// of the done event (the JSON 200's object). Attempts are retried under the
+// rule until the first piece of the answer; never after it (the text would
+// be written twice). A stream that ends otherwise than with done is a
+// *CallError: the server's error event (its code and message), or the
+// connection lost mid-answer (code stream_broken).
+func (c *Client) Stream(ctx context.Context, path string, body []byte, onDelta func(string)) (Result, error) {
+	return c.call(ctx, http.MethodPost, path, body, onDelta)
+}
+
+func (c *Client) call(ctx context.Context, method, path string, body []byte, onDelta func(string)) (Result, error) {
 	start := time.Now()
 	deadline := start.Add(c.Timeout)
 	for n := 1; ; n++ {
 		// The attempt may use no more than the time left, and tells the
 		// server so: the server answers before x-client-timeout-ms runs out.
 		attemptTimeout := max(min(c.AttemptTimeout, time.Until(deadline)), time.Millisecond)
-		a := c.attempt(ctx, method, path, body, attemptTimeout)
+		a := c.attempt(ctx, method, path, body, attemptTimeout, onDelta)
 		if ctx.Err() != nil {
 			return Result{}, context.Cause(ctx)
+		}
+		if a.streamErr != nil {
+			c.logf("attempt %d: %s in %s -> stop: the answer had begun\n", n, a.streamErr.Code, a.elapsed.Round(time.Millisecond))
+			a.streamErr.Attempts, a.streamErr.Elapsed = n, time.Since(start)
+			return Result{}, a.streamErr
 		}
 		if a.status >= 200 && a.status < 300 {
 			c.logf("attempt %d: status %d in %s -> success\n", n, a.status, a.elapsed.Round(time.Millisecond))
@@ -125,9 +145,11 @@ type attemptResult struct {
 	err      error
 	timedOut bool
 	errBody  apiwire.ErrorBody
+	// streamErr ends a stream that had begun: never retried.
+	streamErr *CallError
 }
 
-func (c *Client) attempt(ctx context.Context, method, path string, body []byte, timeout time.Duration) attemptResult {
+func (c *Client) attempt(ctx context.Context, method, path string, body []byte, timeout time.Duration, onDelta func(string)) attemptResult {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var rd io.Reader
@@ -142,6 +164,9 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if onDelta != nil {
+		req.Header.Set("Accept", "text/event-stream, application/json;q=0.5")
+	}
 	req.Header.Set("User-Agent", "timebox-cli")
 	req.Header.Set("x-client-timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10))
 	if c.Key != "" {
@@ -157,6 +182,17 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte, 
 	start := time.Now()
 	resp, err := hc.Do(req)
 	var r attemptResult
+	if err == nil && onDelta != nil && isEventStream(resp) {
+		r = readStream(resp, onDelta)
+		r.elapsed = time.Since(start)
+		if r.streamErr != nil || r.status != 0 {
+			return r
+		}
+		// Lost before the first piece of the answer: judged by the rule
+		// like any other network error.
+		r.timedOut = errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		return r
+	}
 	if err == nil {
 		r.body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		_ = resp.Body.Close()
