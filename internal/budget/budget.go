@@ -37,8 +37,6 @@ type Budget struct {
 	Started time.Time
 	// Deadline is when the request gives up.
 	Deadline time.Time
-	// Total is the configured budget.
-	Total time.Duration
 	// ClientTimeout is the caller's x-client-timeout-ms, 0 when not sent.
 	ClientTimeout time.Duration
 }
@@ -49,7 +47,7 @@ type key struct{}
 // at now+total with cause ErrExhausted, and the Budget stored in it.
 func Start(ctx context.Context, total time.Duration) (context.Context, context.CancelFunc, *Budget) {
 	now := time.Now()
-	b := &Budget{Started: now, Deadline: now.Add(total), Total: total}
+	b := &Budget{Started: now, Deadline: now.Add(total)}
 	ctx, cancel := context.WithDeadlineCause(ctx, b.Deadline, ErrExhausted)
 	return context.WithValue(ctx, key{}, b), cancel, b
 }

@@ -39,10 +39,10 @@ func (x *extractor) docx(ctx context.Context, data []byte, out *sink) error {
 	for _, f := range zr.File {
 		files[f.Name] = f
 	}
-	budget := x.lim.MaxExpandedBytes
+	expandLeft := x.lim.MaxExpandedBytes
 	main := "word/document.xml"
 	if rels, ok := files["_rels/.rels"]; ok {
-		target, err := x.mainPart(ctx, rels, &budget)
+		target, err := x.mainPart(ctx, rels, &expandLeft)
 		if err != nil {
 			return err
 		}
@@ -54,13 +54,13 @@ func (x *extractor) docx(ctx context.Context, data []byte, out *sink) error {
 	if !ok {
 		return fmt.Errorf("%w: no main document part (%s) in the zip", ErrUnreadable, main)
 	}
-	return x.readPart(ctx, doc, &budget, false, func(s *xmlStream) error { return x.paragraphs(s, out) })
+	return x.readPart(ctx, doc, &expandLeft, false, func(s *xmlStream) error { return x.paragraphs(s, out) })
 }
 
 // mainPart reads the package relationships for the officeDocument target.
-func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64) (string, error) {
+func (x *extractor) mainPart(ctx context.Context, rels *zip.File, expandLeft *int64) (string, error) {
 	var target string
-	err := x.readPart(ctx, rels, budget, true, func(s *xmlStream) error {
+	err := x.readPart(ctx, rels, expandLeft, true, func(s *xmlStream) error {
 		depth := 0
 		for {
 			if err := s.next(); err != nil {
@@ -96,12 +96,12 @@ func (x *extractor) mainPart(ctx context.Context, rels *zip.File, budget *int64)
 
 // readPart decompresses one zip entry through a capped reader that checks
 // ctx on every read, and hands a bounded XML stream over it to parse.
-func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, keepAttrs bool, parse func(*xmlStream) error) error {
-	// A part that says it is over the budget at a ratio no real XML
+func (x *extractor) readPart(ctx context.Context, f *zip.File, expandLeft *int64, keepAttrs bool, parse func(*xmlStream) error) error {
+	// A part that says it is over what is left to expand at a ratio no real XML
 	// reaches is a bomb: refuse it without inflating anything. A large
 	// real part is read, and reading stops at the text cap; the capped
 	// reader below is what holds either way, whatever the zip claims.
-	if f.UncompressedSize64 > uint64(*budget) && f.UncompressedSize64 > maxRatio*f.CompressedSize64 {
+	if f.UncompressedSize64 > uint64(*expandLeft) && f.UncompressedSize64 > maxRatio*f.CompressedSize64 {
 		return fmt.Errorf("%w: %s declares %d bytes from %d, over the %d-byte limit", ErrUnreadable, f.Name, f.UncompressedSize64, f.CompressedSize64, x.lim.MaxExpandedBytes)
 	}
 	rc, err := f.Open()
@@ -109,7 +109,7 @@ func (x *extractor) readPart(ctx context.Context, f *zip.File, budget *int64, ke
 		return fmt.Errorf("%w: %s: %v", ErrUnreadable, f.Name, err)
 	}
 	defer rc.Close()
-	capped := &cappedReader{r: rc, left: budget, max: x.lim.MaxExpandedBytes, check: func() error { return x.check(ctx) }}
+	capped := &cappedReader{r: rc, left: expandLeft, max: x.lim.MaxExpandedBytes, check: func() error { return x.check(ctx) }}
 	err = parse(newXMLStream(capped, keepAttrs))
 	if err == io.EOF {
 		err = nil
@@ -163,7 +163,7 @@ func (x *extractor) paragraphs(s *xmlStream, out *sink) error {
 	return nil
 }
 
-// cappedReader counts bytes against a shared budget and fails once it is
+// cappedReader counts bytes against a shared allowance and fails once it is
 // spent, so a zip entry that lies about its size still stops at the limit.
 type cappedReader struct {
 	r     io.Reader

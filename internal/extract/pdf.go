@@ -40,7 +40,7 @@ func (x *extractor) pdf(ctx context.Context, data []byte, out *sink) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	w := pageWalk{x: x, ctx: ctx, out: out, budget: 4*x.lim.MaxPages + 16, expanded: x.lim.MaxExpandedBytes}
+	w := pageWalk{x: x, ctx: ctx, out: out, nodesLeft: 4*x.lim.MaxPages + 16, expanded: x.lim.MaxExpandedBytes}
 	err = w.walk(r.Trailer().Key("Root").Key("Pages"), 0, pdf.Value{})
 	if errors.Is(err, errFull) {
 		err = nil
@@ -61,14 +61,14 @@ var errFull = errors.New("text cap reached")
 // it is reached, so that reading stops at the text cap without walking the
 // rest of a long document.
 type pageWalk struct {
-	x        *extractor
-	ctx      context.Context
-	out      *sink
-	budget   int   // page tree nodes left to visit: a cycle guard
-	expanded int64 // decompressed stream bytes left
-	pages    int   // pages reached
-	read     int   // pages that gave text without error
-	failed   error // the last page error
+	x         *extractor
+	ctx       context.Context
+	out       *sink
+	nodesLeft int   // page tree nodes left to visit: a cycle guard
+	expanded  int64 // decompressed stream bytes left
+	pages     int   // pages reached
+	read      int   // pages that gave text without error
+	failed    error // the last page error
 }
 
 // walk visits node and its kids. res is the Resources dictionary inherited
@@ -79,8 +79,8 @@ func (w *pageWalk) walk(node pdf.Value, depth int, res pdf.Value) error {
 	if err := w.x.check(w.ctx); err != nil {
 		return err
 	}
-	w.budget--
-	if w.budget < 0 || depth > maxPageTreeDepth {
+	w.nodesLeft--
+	if w.nodesLeft < 0 || depth > maxPageTreeDepth {
 		return fmt.Errorf("%w: page tree is cyclic or too deep", ErrUnreadable)
 	}
 	if own := node.Key("Resources"); own.Kind() == pdf.Dict {

@@ -12,7 +12,7 @@ import (
 )
 
 // This file holds the fitter: it counts each piece of the prompt once and
-// trims the least important material until the prompt fits its budget.
+// trims the least important material until the prompt fits its token limit.
 
 // fitter holds the pieces of one prompt, each counted at most once, and the
 // state of the trimming.
@@ -141,15 +141,15 @@ func (f *fitter) marker(s string) int {
 	return n
 }
 
-// fit grows the prompt from the minimal state, which fits budget, keeping
+// fit grows the prompt from the minimal state, which fits maxPrompt, keeping
 // the most it can. Dropping the least important first (the oldest turns,
 // then the longest passages) until the rest fits keeps the same material
 // (but for the odd token the numbers in the markers change) as adding it
 // back in the opposite order while it fits: the shortest passages first, with
 // no history, then, if every passage fits, the newest turns.
 // Growing instead of trimming means that what is dropped is never counted:
-// the work is bounded by the budget, not by the size of the request.
-func (f *fitter) fit(budget int) {
+// the work is bounded by the token limit, not by the size of the request.
+func (f *fitter) fit(maxPrompt int) {
 	// Shortest first; among equals, the more important (earlier) first.
 	order := make([]int, len(f.sources))
 	for i := range order {
@@ -171,7 +171,7 @@ func (f *fitter) fit(budget int) {
 			st := f.st
 			st.kept++
 			st.keptSum += f.sources[i].tokens
-			if over := f.tokens(st) - budget; over > 0 {
+			if over := f.tokens(st) - maxPrompt; over > 0 {
 				// The rest of the passages are at least this long: none of
 				// them fits, and no history fits either.
 				f.shorten(i, over)
@@ -194,7 +194,7 @@ func (f *fitter) fit(budget int) {
 			for _, t := range f.turns[f.starts[g]:f.end(g)] {
 				st.turnSum += t
 			}
-			if f.tokens(st) > budget {
+			if f.tokens(st) > maxPrompt {
 				return
 			}
 			f.st = st

@@ -19,7 +19,7 @@
 // always splits (after a newline, before a character that is not white
 // space), so the tokens of the whole are the sum of the tokens of its parts.
 // Material that is dropped is never counted: Fit grows the prompt from the
-// smallest one it could send, so its work is bounded by the budget rather
+// smallest one it could send, so its work is bounded by the prompt's token limit rather
 // than by the size of the request.
 package prompt
 
@@ -43,8 +43,9 @@ const (
 // its header.
 const MinShortened = 32
 
-// maxBytesPerToken bounds the bytes of a source Fit counts, per token of
-// budget: text beyond budget*maxBytesPerToken bytes is cut before counting.
+// maxBytesPerToken bounds the bytes of a source Fit counts, per token the
+// prompt may hold: text beyond maxPrompt*maxBytesPerToken bytes is cut
+// before counting.
 // Prose, code and CJK run 1-5 bytes a token, so what is cut could never have
 // fit; text that runs longer per token (long runs of spaces) is still cut
 // correctly, only earlier than it had to be.
@@ -135,7 +136,7 @@ type Result struct {
 // ErrInvalidLimits when a limit is out of range. Fit does not modify in.
 //
 // A big request is counted on up to GOMAXPROCS goroutines, all finished
-// before Fit returns. Fit takes no context: it is bounded (about a budget's
+// before Fit returns. Fit takes no context: it is bounded (about a token limit's
 // worth of text, at 2-7 MB/s a core) and does not block.
 func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if len(in.Messages) == 0 {
@@ -144,23 +145,24 @@ func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if lim.ContextWindow <= 0 || lim.MaxTokens < 0 || lim.TPM < 0 {
 		return Result{}, fmt.Errorf("%w: context window %d, max tokens %d, tpm %d", ErrInvalidLimits, lim.ContextWindow, lim.MaxTokens, lim.TPM)
 	}
-	// The budget is known before anything is counted, and the smallest
-	// prompt needs only the system prompt, the question and the markers: a
-	// request that can never fit fails before its bulk is counted.
-	budget := lim.ContextWindow - lim.MaxTokens
+	// The prompt's token limit (maxPrompt) is known before anything is
+	// counted, and the smallest prompt needs only the system prompt, the
+	// question and the markers: a request that can never fit fails before
+	// its bulk is counted.
+	maxPrompt := lim.ContextWindow - lim.MaxTokens
 	if lim.TPM > 0 {
-		budget = min(budget, lim.TPM-lim.MaxTokens)
+		maxPrompt = min(maxPrompt, lim.TPM-lim.MaxTokens)
 	}
-	f := newFitter(c, in, max(budget, 0)*maxBytesPerToken)
+	f := newFitter(c, in, max(maxPrompt, 0)*maxBytesPerToken)
 	minimal := f.tokens(f.minimal())
 	question := f.turns[len(f.turns)-1] - c.Message(tokens.Message{Role: in.Messages[len(in.Messages)-1].Role})
 
-	if ctxBudget := lim.ContextWindow - lim.MaxTokens; minimal > ctxBudget {
-		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxBudget, 0), Question: question}
+	if ctxLimit := lim.ContextWindow - lim.MaxTokens; minimal > ctxLimit {
+		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxLimit, 0), Question: question}
 	}
 	if lim.TPM > 0 && minimal+lim.MaxTokens > lim.TPM {
 		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
 	}
-	f.fit(budget)
+	f.fit(maxPrompt)
 	return f.result(), nil
 }
