@@ -155,6 +155,24 @@ export async function startStack({ entra = false } = {}) {
         return j !== undefined && test(j);
       }, options));
     },
+    /**
+     * Resolves once count request log lines (parsed) from index `from` on
+     * pass test: at once if they are there, else as they are written.
+     */
+    async waitForRequestLogs(test, count, { from = 0, timeoutMs } = {}) {
+      let at = from;
+      for (let i = 0; i < count; i++) {
+        const line = await stack.handler.waitForLine((l) => {
+          try {
+            const j = JSON.parse(l);
+            return j.msg === 'request' && test(j);
+          } catch {
+            return false;
+          }
+        }, { from: at, timeoutMs });
+        at = stack.handler.lines.indexOf(line, at) + 1;
+      }
+    },
     /** The handler's JSON log lines ("msg":"request") from index on. */
     requestLog(from = 0) {
       return stack.handler.lines.slice(from).flatMap((l) => {

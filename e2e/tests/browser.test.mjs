@@ -54,8 +54,13 @@ async function ask(origin, scenario, { timeout = 20_000, stream = true } = {}) {
   const field = async (name) => page.textContent(`#details dd[data-field="${name}"]`, { timeout: 10_000 }).catch(() => null);
   const answer = (await page.isVisible('#answer')) ? await page.textContent('#answer') : null;
   const error = (await page.isVisible('#error')) ? await page.textContent('#error') : null;
-  // Give the handler a moment to write its line for the last request.
-  await new Promise((r) => setTimeout(r, 100));
+  // The handler writes a request's line once it has answered: wait for the
+  // line of every POST it answered, or, when none reached it (the browser's
+  // preflight was refused), for the preflight's.
+  const isPost = (l) => l.route?.includes('/api/chat') && l.method === 'POST';
+  const answered = (await Promise.all(requests.map((q) => q.response().catch(() => null)))).filter((x) => x !== null).length;
+  await stack.waitForRequestLogs(isPost, answered, { from: logFrom });
+  if (answered === 0 && rows.length > 0) await stack.waitForRequestLogs((l) => l.method === 'OPTIONS', 1, { from: logFrom });
   const all = stack.requestLog(logFrom);
   const log = all.filter((l) => l.route?.includes('/api/chat') && l.method === 'POST');
   const preflights = all.filter((l) => l.method === 'OPTIONS');
@@ -199,7 +204,8 @@ test("cancel: the caller's signal ends the attempt in flight at once", async () 
   await page.goto(`${stack.demo}/?scenario=hang`);
   await page.click('#ask');
   await page.waitForFunction(() => document.querySelector('#cancel') && !document.querySelector('#cancel').disabled);
-  await new Promise((r) => setTimeout(r, 300));
+  // Cancel once the attempt is in flight: the browser has sent it.
+  if (requests.length === 0) await page.waitForRequest((r) => r.url() === chat && r.method() === 'POST');
   const t0 = Date.now();
   await page.click('#cancel');
   await page.waitForSelector('#state[data-state="failed"]', { timeout: 4_000 });
