@@ -112,6 +112,7 @@ func (s *server) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel, b := budget.Start(r.Context(), s.Budget)
 		defer cancel()
+		conn := watchBody(w, r, b.Deadline)
 		id := r.Header.Get("x-request-id")
 		if !saneID.MatchString(id) {
 			id = newID()
@@ -124,6 +125,7 @@ func (s *server) begin(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 
 		next.ServeHTTP(ww, r)
+		bodyUnread := conn.unread()
 
 		status := ww.Status()
 		if status == 0 {
@@ -167,6 +169,11 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.code != "" {
 			attrs = append(attrs, slog.String("code", rec.code))
+		}
+		if bodyUnread {
+			// Answered before the body was in: the connection is closed
+			// after the answer, not kept for another request.
+			attrs = append(attrs, slog.Bool("bodyUnread", true))
 		}
 		if rec.err != nil {
 			attrs = append(attrs, slog.String("error", rec.err.Error()))

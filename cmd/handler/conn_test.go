@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+)
+
+// running is the real run on a real socket, against the simulator.
+type running struct {
+	addr   string
+	logs   chan map[string]any // the request lines, in order
+	cancel context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
+	done   chan error          // run's result
+}
+
+// startRun starts run with env over a simulator and test defaults, and
+// waits until it listens.
+func startRun(t *testing.T, env map[string]string) *running {
+	t.Helper()
+	sim := httptest.NewServer(aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+	t.Cleanup(sim.Close)
+	settings := map[string]string{
+		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
+		"AZURE_OPENAI_ENDPOINT":        sim.URL,
+		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
+		"AZURE_OPENAI_API_KEY":         "k",
+		"ALLOWED_ORIGINS":              "https://contoso.sharepoint.com",
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stdoutR, stdoutW := io.Pipe()
+	r := &running{logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		r.done <- run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
+		_ = stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	require.True(t, lines.Scan(), "run logs where it listens")
+	var listening struct{ Msg, Addr string }
+	require.NoError(t, json.Unmarshal(lines.Bytes(), &listening))
+	require.Equal(t, "listening", listening.Msg)
+	r.addr = listening.Addr
+	go func() {
+		for lines.Scan() {
+			var line map[string]any
+			if json.Unmarshal(lines.Bytes(), &line) == nil && line["msg"] == "request" {
+				r.logs <- line
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// dial opens a raw connection that gives up (failing the test) well after
+// every bound under test: a server that does not answer or close shows as
+// a timeout here, not as a hung test.
+func (r *running) dial(t *testing.T, giveUp time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", r.addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(giveUp)))
+	return c
+}
+
+// The early-answer row, on real sockets: a request whose body
+// stalls (Content-Length 100, one byte sent) and that is answered without
+// reading it gets its answer at once, with Connection: close, and then the
+// connection closes; the log line says what happened. Before, net/http
+// drained the body before answering: no answer, the connection held for
+// ever.
+func TestEarlyAnswerToAStalledBodyClosesTheConnection(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
+	tests := []struct {
+		name, method, path, headers string
+		status                      int
+	}{
+		{"415 wrong content type", "POST", "/api/chat", "Content-Type: text/plain\r\n", 415},
+		{"405 wrong method", "PUT", "/api/chat", "Content-Type: application/json\r\n", 405},
+		{"404 unknown route", "POST", "/api/nothing", "Content-Type: application/json\r\n", 404},
+		{"403 origin not allowed", "POST", "/api/chat", "Content-Type: application/json\r\nOrigin: https://evil.example\r\n", 403},
+		{"400 bad timeout header", "POST", "/api/chat", "Content-Type: application/json\r\nx-client-timeout-ms: soon\r\n", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Far below the 60 s budget: the answer and the close must not
+			// wait for it.
+			c := r.dial(t, 20*time.Second)
+			_, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: timebox\r\n%sContent-Length: 100\r\n\r\n{", tt.method, tt.path, tt.headers)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err, "an answer, without the rest of the body")
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			assert.Equal(t, tt.status, resp.StatusCode)
+			assert.True(t, resp.Close, "Connection: close")
+			_, err = br.ReadByte()
+			assert.ErrorIs(t, err, io.EOF, "the server closed the connection (a timeout here means it kept it)")
+
+			line := <-r.logs
+			assert.EqualValues(t, tt.status, line["status"])
+			assert.Equal(t, true, line["bodyUnread"])
+			assert.Less(t, line["elapsedMs"], float64(60_000))
+		})
+	}
+}
+
+// A body that stalls on a route that reads it is cut at the request's
+// budget: the answer is the 500 deadline_exceeded, then the connection
+// closes. A slow header (slowloris) keeps its own 10 s limit.
+func TestStalledBodyAndHeadersAreBounded(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "3s", "FAST_FAILURE_THRESHOLD": "1s", "CLIENT_TIMEOUT_MARGIN": "1s"})
+
+	body := r.dial(t, 20*time.Second)
+	_, err := fmt.Fprintf(body, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	headers := r.dial(t, 20*time.Second)
+	_, err = fmt.Fprintf(headers, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: appl")
+	require.NoError(t, err)
+
+	br := bufio.NewReader(body)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.Contains(t, string(b), "deadline_exceeded")
+	_, err = br.ReadByte()
+	assert.ErrorIs(t, err, io.EOF)
+	line := <-r.logs
+	assert.EqualValues(t, 500, line["status"])
+	assert.GreaterOrEqual(t, line["elapsedMs"], float64(3000), "the log line says when the answer went")
+
+	// The slow header: no request line is ever complete, so no log line;
+	// the server hangs up (a 408 or nothing) at ReadHeaderTimeout.
+	rest, err := io.ReadAll(headers)
+	require.False(t, os.IsTimeout(err), "the server kept a slow header open past 10 s")
+	assert.True(t, len(rest) == 0 || strings.HasPrefix(string(rest), "HTTP/1.1 408"), string(rest))
+}
