@@ -159,6 +159,7 @@ func TestAnswerIsStreamed(t *testing.T) {
 		assert.Equal(t, 2100*time.Millisecond, at[0], "the first piece as soon as it arrives (the simulator's time to first token and one token's time)")
 		assert.Positive(t, resp.Usage.PromptTokens, "usage from the stream's last chunk")
 		assert.Equal(t, resp.Usage.PromptTokens+resp.Usage.CompletionTokens, resp.Usage.TotalTokens)
+		synctest.Wait() // the simulator keeps its record once its handler has returned
 		recs := sim.Requests()
 		require.Len(t, recs, 1)
 		assert.True(t, recs[0].Stream)

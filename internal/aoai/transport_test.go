@@ -5,10 +5,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,14 +65,31 @@ func TestDefaultTransportKeepsConnectionsForAFullInstance(t *testing.T) {
 		arrived, all = 0, make(chan struct{})
 		mu.Unlock()
 		before := opened.Load()
+		// The transport puts a connection back in its idle pool on its own
+		// goroutine, after the caller has read the body to its end; wait
+		// for every put-back (an event, not the clock) so that the next
+		// round cannot race it and dial a connection it did not need.
+		idle := make(chan struct{}, n)
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			// Called with a nil error when the pool keeps the connection and
+			// with the reason when it does not: either way it is done with it.
+			PutIdleConn: func(error) { idle <- struct{}{} },
+		})
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				_, err := c.Complete(context.Background(), req("hi"))
+				_, err := c.Complete(ctx, req("hi"))
 				assert.NoError(t, err)
 			})
 		}
 		wg.Wait()
+		for range n {
+			select {
+			case <-idle:
+			case <-time.After(time.Minute): // a safety net, not a timing: keep-alives off never report
+				require.FailNow(t, "the transport did not hand back its connections")
+			}
+		}
 		return opened.Load() - before
 	}
 	require.Equal(t, int64(n), round(), "the first round opens one connection per call")
