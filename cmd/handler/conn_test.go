@@ -158,3 +158,70 @@ func TestStalledBodyAndHeadersAreBounded(t *testing.T) {
 	require.False(t, os.IsTimeout(err), "the server kept a slow header open past 10 s")
 	assert.True(t, len(rest) == 0 || strings.HasPrefix(string(rest), "HTTP/1.1 408"), string(rest))
 }
+
+// The issue's shutdown row, on real sockets: SIGTERM (run's context ending)
+// with a stalled body, a request in flight upstream, an idle keep-alive
+// connection, a connection that sent nothing and a header arriving slowly.
+// Every request in flight is answered (the stalled body with its 500 at the
+// budget), the rest are closed, and run returns nil (exit 0) no later than
+// the longest budget in flight plus a second. Before, it waited for the
+// stalled connection until budget + 5 s and returned an error (exit 1).
+func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
+	const budget = 3 * time.Second
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "3s", "FAST_FAILURE_THRESHOLD": "1s", "CLIENT_TIMEOUT_MARGIN": "1s"})
+	giveUp := budget + 10*time.Second
+
+	stalledAt := time.Now()
+	stalled := r.dial(t, giveUp)
+	_, err := fmt.Fprintf(stalled, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+
+	slow := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post("http://"+r.addr+"/api/chat", "application/json",
+			strings.NewReader(`{"messages":[{"role":"user","content":"[[sim:slow ms=1500]] hello"}]}`))
+		if err != nil {
+			slow <- nil
+			return
+		}
+		slow <- resp
+	}()
+
+	idle := r.dial(t, giveUp)
+	_, err = fmt.Fprintf(idle, "GET /api/health HTTP/1.1\r\nHost: timebox\r\n\r\n")
+	require.NoError(t, err)
+	idleR := bufio.NewReader(idle)
+	resp, err := http.ReadResponse(idleR, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	<-r.logs // the health check's line
+
+	silent := r.dial(t, giveUp)
+	slowHeader := r.dial(t, giveUp)
+	_, err = fmt.Fprintf(slowHeader, "POST /api/chat HTTP/1.1\r\nHost: time")
+	require.NoError(t, err)
+
+	r.cancel() // SIGTERM
+	ended := make(chan error, 1)
+	go func() { ended <- <-r.done; r.done <- nil }()
+	select {
+	case err := <-ended:
+		require.NoError(t, err, "run returns nil: the process exits 0")
+	case <-time.After(time.Until(stalledAt.Add(budget + time.Second))):
+		t.Fatal("run did not return within the longest budget in flight plus a second")
+	}
+
+	stalledR := bufio.NewReader(stalled)
+	resp, err = http.ReadResponse(stalledR, nil)
+	require.NoError(t, err, "the stalled request was answered")
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	s := <-slow
+	require.NotNil(t, s, "the request in flight upstream was answered")
+	assert.Equal(t, http.StatusOK, s.StatusCode)
+	_ = s.Body.Close()
+	for name, br := range map[string]*bufio.Reader{"idle": idleR, "silent": bufio.NewReader(silent), "slow header": bufio.NewReader(slowHeader)} {
+		rest, err := io.ReadAll(br)
+		assert.False(t, os.IsTimeout(err), "%s connection left open", name)
+		assert.True(t, len(rest) == 0 || strings.HasPrefix(string(rest), "HTTP/1.1 4"), "%s: %q", name, rest)
+	}
+}

@@ -42,8 +42,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	open := newConns()
 	srv := &http.Server{
 		Handler:           a.Handler,
+		ConnState:         open.track,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -67,12 +69,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	// Requests in flight end within their budget; give them that long.
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.Budget+5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	logger.Info("shutting down", "inFlight", open.active())
+	// Every request in flight ends within its budget, which is at most
+	// cfg.Budget (a caller's timeout only shortens it).
+	if err := shutdown(srv, open, cfg.Budget); err != nil {
+		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
