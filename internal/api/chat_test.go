@@ -219,9 +219,13 @@ func TestThrottleThatDoesNotFitAnswers429AtOnce(t *testing.T) {
 		w := h.do(chatRequest(ask("[[sim:throttle s=45]] hello"), "x-client-timeout-ms", "20000"))
 		assert.Equal(t, time.Duration(0), time.Since(start))
 		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, "rate_limited", decodeError(t, w).Error.Code)
+		e := decodeError(t, w)
+		assert.Equal(t, "rate_limited", e.Error.Code)
 		assert.Equal(t, "45", w.Header().Get("Retry-After"))
 		assert.Equal(t, "45000", w.Header().Get("retry-after-ms"))
+		// The clients rely on it: an answer with retry-after-ms says when
+		// in its message, so they do not add their own.
+		assert.Contains(t, e.Error.Message, "Try again in 45 s.")
 		assert.Empty(t, w.Header().Get("x-should-retry"))
 		assert.Equal(t, 1, h.sim.Stats().Requests)
 	})
