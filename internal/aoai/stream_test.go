@@ -16,7 +16,7 @@ import (
 
 // recordedStream returns the SSE body of a recorded streaming answer in
 // the simulator's testdata, event by event.
-func recordedStream(t *testing.T, file string) []string {
+func recordedStream(t testing.TB, file string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "aoaitest", "testdata", "aoai", file))
 	require.NoError(t, err)
@@ -93,4 +93,47 @@ func TestReadStreamFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadStreamChunkBoundaries: however the recorded stream is cut into
+// reads, it yields the same deltas and the same answer.
+func FuzzReadStreamChunkBoundaries(f *testing.F) {
+	events := recordedStream(f, "chat_200_stream_v1_endpoint.json")
+	body := strings.Join(append(events[:len(events)-1], usageFrame, events[len(events)-1]), "")
+	f.Add([]byte{1, 2, 3})
+	f.Add([]byte{255, 0, 7, 128})
+	f.Add([]byte("data: {"))
+	f.Fuzz(func(t *testing.T, cuts []byte) {
+		var deltas []string
+		dec := &chatDecoder{}
+		text, err := readStream(&chunked{s: body, sizes: cuts}, dec, func(s string) { deltas = append(deltas, s) })
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10.", text)
+		assert.Len(t, deltas, 29)
+		_, usage, ok := dec.result()
+		assert.True(t, ok)
+		assert.Equal(t, 29, usage.CompletionTokens)
+	})
+}
+
+// chunked reads s in pieces of the sizes given (cycled; 0 counts as 1).
+type chunked struct {
+	s     string
+	sizes []byte
+	i     int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(c.sizes) > 0 {
+		n = max(1, int(c.sizes[c.i%len(c.sizes)]))
+		c.i++
+	}
+	n = min(n, len(p), len(c.s))
+	copy(p, c.s[:n])
+	c.s = c.s[n:]
+	return n, nil
 }

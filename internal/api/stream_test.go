@@ -359,3 +359,22 @@ func TestStreamIsAskedForWithAccept(t *testing.T) {
 		})
 	}
 }
+
+// A failure after the first keep-alive but before the first delta: the
+// stream has started, so it is an error event with the failure's own code
+// (not a status a client could retry by).
+func TestStreamFailureAfterAKeepAliveIsAnErrorEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		s := h.stream(context.Background(), ask("[[sim:status code=503 after=20000]] hello"))
+		assertStreamHeaders(t, s.resp)
+		require.Len(t, s.events, 2)
+		assert.Equal(t, "keep-alive", s.events[0].comment)
+		assert.Equal(t, 15*time.Second, s.events[0].at)
+		e := decodeStreamError(t, s.events[1])
+		assert.Equal(t, 20*time.Second, s.events[1].at)
+		assert.Equal(t, "upstream_unavailable", e.Error.Code)
+		assert.Empty(t, s.of("delta"))
+		assert.Equal(t, 1, h.sim.Stats().Requests)
+	})
+}
