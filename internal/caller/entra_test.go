@@ -191,3 +191,25 @@ func TestAnUnlistedTenantIsForbiddenWithoutAFetch(t *testing.T) {
 		assert.Equal(t, 0, iss.KeyFetches())
 	})
 }
+
+// A cold start under load: the requests that arrive together share one
+// fetch of metadata and keys.
+func TestConcurrentColdRequestsShareOneFetch(t *testing.T) {
+	iss := newIssuer(t)
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, iss, caller.Policy{})
+		tok := s.mint(issuertest.Token{})
+		errs := make(chan error, 20)
+		for range 20 {
+			go func() {
+				_, err := s.check(tok)
+				errs <- err
+			}()
+		}
+		for range 20 {
+			assert.NoError(t, <-errs)
+		}
+		assert.Equal(t, 1, iss.MetadataRequests())
+		assert.Equal(t, 1, iss.KeyFetches())
+	})
+}

@@ -123,7 +123,7 @@ func (c *keyCache) lookup(ctx context.Context, tid, kid string) (signingKey, err
 		if t.flight == nil {
 			t.flight = make(chan struct{})
 			t.tried = now
-			go c.refresh(context.WithoutCancel(ctx), tid, t)
+			go c.refresh(context.WithoutCancel(ctx), tid, t, t.flight)
 		}
 		flight := t.flight
 		t.mu.Unlock()
@@ -135,8 +135,8 @@ func (c *keyCache) lookup(ctx context.Context, tid, kid string) (signingKey, err
 	}
 }
 
-// refresh fetches the tenant's keys and ends its flight.
-func (c *keyCache) refresh(ctx context.Context, tid string, t *tenantKeys) {
+// refresh fetches the tenant's keys and ends flight.
+func (c *keyCache) refresh(ctx context.Context, tid string, t *tenantKeys, flight chan struct{}) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	keys, err := c.fetch(ctx, tid)
@@ -146,8 +146,10 @@ func (c *keyCache) refresh(ctx context.Context, tid string, t *tenantKeys) {
 	if err == nil {
 		t.keys, t.fetched = keys, time.Now()
 	}
-	close(t.flight)
-	t.flight = nil
+	close(flight)
+	if t.flight == flight {
+		t.flight = nil
+	}
 }
 
 // fetch reads the tenant's v2.0 OpenID metadata, checks its issuer, then
