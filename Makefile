@@ -5,14 +5,14 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run test test-go test-client test-e2e lint fmt build bench perf fuzz sim start package clean
+.PHONY: run test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
 	bash scripts/run.sh
 
-# test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests).
-test: lint test-go test-client test-e2e
+# test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests; the SPFx solution).
+test: lint test-go test-client test-e2e test-spfx
 
 # test-go: the Go tests, race detector on, shuffled.
 test-go:
@@ -21,6 +21,14 @@ test-go:
 # test-client: the TypeScript client's tests (node:test).
 test-client:
 	cd client && npm ci --no-audit --no-fund && npm test
+
+# test-spfx: the SPFx solution's tests (Heft's Jest), its production .sppkg and the package checks (Node 22 from spfx/tools/node).
+test-spfx:
+	bash spfx/scripts/build.sh test
+
+# sppkg: the SPFx solution's production package, spfx/sharepoint/solution/timebox-ask.sppkg.
+sppkg:
+	bash spfx/scripts/build.sh sppkg
 
 # test-e2e: the browser tests (Debian chromium + playwright-core) against the real handler and simulator.
 test-e2e:
@@ -66,4 +74,4 @@ package: build
 
 # clean: remove what the build made.
 clean:
-	rm -rf $(BINARY) $(DIST) $(PACKAGE) bin client/dist
+	rm -rf $(BINARY) $(DIST) $(PACKAGE) bin client/dist spfx/sharepoint spfx/lib spfx/lib-commonjs spfx/lib-dts spfx/dist spfx/temp spfx/release spfx/jest-output

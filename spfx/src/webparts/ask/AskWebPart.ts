@@ -1,0 +1,83 @@
+import * as React from 'react';
+import * as ReactDom from 'react-dom';
+import { Version } from '@microsoft/sp-core-library';
+import { type IPropertyPaneConfiguration, PropertyPaneTextField } from '@microsoft/sp-property-pane';
+import { BaseClientSideWebPart } from '@microsoft/sp-webpart-base';
+import * as strings from 'AskWebPartStrings';
+
+import Ask, { type IAskProps } from './components/Ask';
+import { checkAppIdUri, checkFunctionAppUrl } from './settings';
+import { askOverAad, type Ask as AskCall } from './timebox';
+
+export interface IAskWebPartProps {
+  /** The Function App's base URL, e.g. https://contoso-timebox.azurewebsites.net. */
+  functionAppUrl: string;
+  /** The Function App's app registration: its application ID URI (api://...) or client ID. */
+  appIdUri: string;
+}
+
+export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> {
+  private ask: AskCall | undefined;
+  private askFor = '';
+
+  public render(): void {
+    const element: React.ReactElement<IAskProps> = React.createElement(Ask, { ask: this.currentAsk() });
+    ReactDom.render(element, this.domElement);
+  }
+
+  /** The call for the current properties; a new one (new token audience, new URL) when they change. */
+  private currentAsk(): AskCall | undefined {
+    const url = (this.properties.functionAppUrl ?? '').trim();
+    const app = (this.properties.appIdUri ?? '').trim();
+    if (checkFunctionAppUrl(url) !== '' || checkAppIdUri(app) !== '') return undefined;
+    const key = `${url}\n${app}`;
+    if (!this.ask || this.askFor !== key) {
+      this.ask = askOverAad(this.context.aadHttpClientFactory, url.replace(/\/+$/, ''), app);
+      this.askFor = key;
+    }
+    return this.ask;
+  }
+
+  protected onDispose(): void {
+    // Unmounting cancels the call in flight (the component's cleanup aborts it).
+    ReactDom.unmountComponentAtNode(this.domElement);
+  }
+
+  protected get dataVersion(): Version {
+    return Version.parse('1.0');
+  }
+
+  // Apply the properties when the pane closes, not on every keystroke: each change makes a new client.
+  protected get disableReactivePropertyChanges(): boolean {
+    return true;
+  }
+
+  protected getPropertyPaneConfiguration(): IPropertyPaneConfiguration {
+    return {
+      pages: [
+        {
+          header: { description: strings.PropertyPaneDescription },
+          groups: [
+            {
+              groupName: strings.ConnectionGroupName,
+              groupFields: [
+                PropertyPaneTextField('functionAppUrl', {
+                  label: strings.FunctionAppUrlLabel,
+                  description: strings.FunctionAppUrlDescription,
+                  onGetErrorMessage: checkFunctionAppUrl,
+                  deferredValidationTime: 300,
+                }),
+                PropertyPaneTextField('appIdUri', {
+                  label: strings.AppIdUriLabel,
+                  description: strings.AppIdUriDescription,
+                  onGetErrorMessage: checkAppIdUri,
+                  deferredValidationTime: 300,
+                }),
+              ],
+            },
+          ],
+        },
+      ],
+    };
+  }
+}

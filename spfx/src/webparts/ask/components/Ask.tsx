@@ -1,0 +1,157 @@
+import * as React from 'react';
+import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextField, mergeStyleSets } from '@fluentui/react';
+import * as strings from 'AskWebPartStrings';
+
+import type { Ask as AskCall } from '../timebox';
+import { answered, attempted, failed, idle, started, statusLine, type AskView, type TimelineRow } from '../view';
+
+export interface IAskProps {
+  /** The configured call, or undefined while the property pane lacks the URL or the app ID URI. */
+  ask: AskCall | undefined;
+  /** How often the running counter moves, in ms. */
+  tickMs?: number;
+}
+
+const classes = mergeStyleSets({
+  timeline: { borderCollapse: 'collapse', width: '100%', selectors: { 'th, td': { textAlign: 'left', padding: '2px 8px' } } },
+  success: { color: '#107c10' },
+  retry: { color: '#8a6d00' },
+  stop: { color: '#a4262c' },
+  cancelled: { color: '#605e5c' },
+  answer: { whiteSpace: 'pre-wrap' },
+});
+
+/** Cancelling with this reason tells the view the user (or the page) ended the call. */
+function cancelReason(message: string): DOMException {
+  return new DOMException(message, 'AbortError');
+}
+
+export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElement {
+  const [question, setQuestion] = React.useState('');
+  const [view, setView] = React.useState<AskView>(idle);
+  const [now, setNow] = React.useState(() => Date.now());
+  const controller = React.useRef<AbortController | undefined>(undefined);
+  const running = view.phase === 'running';
+
+  // Leaving the page (the web part disposed, the component unmounted) cancels the call in flight.
+  React.useEffect(() => () => controller.current?.abort(cancelReason('The page was left.')), []);
+
+  // The running counter: re-render while a call is in flight.
+  React.useEffect(() => {
+    if (!running) return undefined;
+    const id = setInterval(() => setNow(Date.now()), tickMs);
+    return () => clearInterval(id);
+  }, [running, tickMs]);
+
+  const cancel = React.useCallback(() => controller.current?.abort(cancelReason('Cancelled by the user.')), []);
+
+  const submit = React.useCallback(async (): Promise<void> => {
+    if (!ask || running || question.trim() === '') return;
+    const c = new AbortController();
+    controller.current = c;
+    setView(started(Date.now()));
+    setNow(Date.now());
+    try {
+      const r = await ask(question.trim(), { signal: c.signal, onAttempt: (e) => setView((v) => attempted(v, e, Date.now())) });
+      if (!c.signal.aborted) setView((v) => answered(v, r, Date.now()));
+    } catch (err) {
+      setView((v) => failed(v, err, Date.now(), c.signal.aborted));
+    } finally {
+      if (controller.current === c) controller.current = undefined;
+      setNow(Date.now());
+    }
+  }, [ask, running, question]);
+
+  const onKeyDown = (ev: React.KeyboardEvent): void => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      submit().catch(() => undefined);
+    } else if (ev.key === 'Escape' && running) {
+      ev.preventDefault();
+      cancel();
+    }
+  };
+
+  if (!ask) {
+    return <MessageBar messageBarType={MessageBarType.warning}>{strings.NotConfigured}</MessageBar>;
+  }
+
+  return (
+    <Stack tokens={{ childrenGap: 12 }}>
+      <form
+        onSubmit={(ev) => {
+          ev.preventDefault();
+          submit().catch(() => undefined);
+        }}
+      >
+        <Stack tokens={{ childrenGap: 8 }}>
+          <TextField
+            label={strings.QuestionLabel}
+            placeholder={strings.QuestionPlaceholder}
+            multiline
+            rows={3}
+            required
+            value={question}
+            onChange={(_, v) => setQuestion(v ?? '')}
+            onKeyDown={onKeyDown}
+          />
+          <Stack horizontal tokens={{ childrenGap: 8 }} verticalAlign="center">
+            <PrimaryButton type="submit" text={strings.AskButton} disabled={running || question.trim() === ''} />
+            <DefaultButton text={strings.CancelButton} onClick={cancel} disabled={!running} />
+            <span role="status" data-phase={view.phase}>
+              {statusLine(view, now)}
+            </span>
+          </Stack>
+        </Stack>
+      </form>
+
+      {view.rows.length > 0 && <Timeline rows={view.rows} />}
+
+      {view.error && (
+        <MessageBar messageBarType={view.phase === 'cancelled' ? MessageBarType.info : MessageBarType.error} isMultiline>
+          <span data-testid="error">{view.error.message}</span>
+          {view.error.requestId && (
+            <span>
+              {' '}
+              {strings.RequestIdLabel}: <code>{view.error.requestId}</code>
+            </span>
+          )}
+        </MessageBar>
+      )}
+
+      <section aria-label={strings.AnswerHeading} aria-live="polite" aria-atomic="true" className={classes.answer}>
+        {view.answer}
+      </section>
+    </Stack>
+  );
+}
+
+function Timeline({ rows }: { rows: TimelineRow[] }): React.ReactElement {
+  return (
+    <table className={classes.timeline}>
+      <caption>{strings.TimelineCaption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{strings.ColumnAttempt}</th>
+          <th scope="col">{strings.ColumnStatus}</th>
+          <th scope="col">{strings.ColumnElapsed}</th>
+          <th scope="col">{strings.ColumnDecision}</th>
+          <th scope="col">{strings.ColumnWait}</th>
+          <th scope="col">{strings.ColumnCode}</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.attempt} className={classes[r.kind]}>
+            <td>{r.attempt}</td>
+            <td>{r.status}</td>
+            <td>{r.elapsed}</td>
+            <td>{r.decision}</td>
+            <td>{r.wait}</td>
+            <td>{r.code}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,33 @@
+define([], function () {
+  return {
+    PropertyPaneDescription: 'Where the timebox Function App is and how to sign in to it.',
+    ConnectionGroupName: 'Function App',
+    FunctionAppUrlLabel: 'Function App URL',
+    FunctionAppUrlDescription: 'For example https://contoso-timebox.azurewebsites.net (the routes are under /api).',
+    AppIdUriLabel: 'Application ID URI',
+    AppIdUriDescription: "The Function App's Entra ID app registration, for example api://contoso-timebox or its client ID.",
+    NotConfigured: "Set the Function App URL and its application ID URI in the web part's properties.",
+    QuestionLabel: 'Question',
+    QuestionPlaceholder: 'Ask a question; Ctrl+Enter sends it.',
+    AskButton: 'Ask',
+    CancelButton: 'Cancel',
+    TimelineCaption: 'Attempts',
+    ColumnAttempt: '#',
+    ColumnStatus: 'Status',
+    ColumnElapsed: 'Elapsed',
+    ColumnDecision: 'Decision',
+    ColumnWait: 'Wait',
+    ColumnCode: 'Code',
+    AnswerHeading: 'Answer',
+    StateIdle: 'Ready.',
+    StateRunning: 'Attempt {0} running: {1} (total {2}).',
+    StateWaiting: 'Waiting {1} before attempt {0} (total {2}).',
+    StateAnswered: 'Answered in {0}.',
+    StateFailed: 'Failed after {0}.',
+    StateCancelled: 'Cancelled after {0}.',
+    NetworkError: 'network error',
+    Cancelled: 'cancelled by the user',
+    CancelledMessage: 'You cancelled the question; nothing more will be sent.',
+    RequestIdLabel: 'Request ID'
+  };
+});

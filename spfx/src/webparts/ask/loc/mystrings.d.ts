@@ -1,0 +1,36 @@
+declare interface IAskWebPartStrings {
+  PropertyPaneDescription: string;
+  ConnectionGroupName: string;
+  FunctionAppUrlLabel: string;
+  FunctionAppUrlDescription: string;
+  AppIdUriLabel: string;
+  AppIdUriDescription: string;
+  NotConfigured: string;
+  QuestionLabel: string;
+  QuestionPlaceholder: string;
+  AskButton: string;
+  CancelButton: string;
+  TimelineCaption: string;
+  ColumnAttempt: string;
+  ColumnStatus: string;
+  ColumnElapsed: string;
+  ColumnDecision: string;
+  ColumnWait: string;
+  ColumnCode: string;
+  AnswerHeading: string;
+  StateIdle: string;
+  StateRunning: string;
+  StateWaiting: string;
+  StateAnswered: string;
+  StateFailed: string;
+  StateCancelled: string;
+  NetworkError: string;
+  Cancelled: string;
+  CancelledMessage: string;
+  RequestIdLabel: string;
+}
+
+declare module 'AskWebPartStrings' {
+  const strings: IAskWebPartStrings;
+  export = strings;
+}

@@ -1,0 +1,128 @@
+// What the Ask web part shows, computed from what the client reports, with no
+// React and no SPFx in it: the attempt timeline, the running counter, the
+// answer and the readable error. The component only renders these values.
+import { TimeboxError, type AttemptEvent, type ChatResponse } from '@timebox/client';
+import * as strings from 'AskWebPartStrings';
+
+export type Phase = 'idle' | 'running' | 'answered' | 'failed' | 'cancelled';
+
+/** One row of the attempt timeline, as text. */
+export interface TimelineRow {
+  attempt: number;
+  status: string;
+  elapsed: string;
+  decision: string;
+  wait: string;
+  code: string;
+  /** 'success', 'retry', 'stop' or 'cancelled': the row's colour. */
+  kind: 'success' | 'retry' | 'stop' | 'cancelled';
+}
+
+/** The readable error: the client's message (fit for an end user) and the facts behind it. */
+export interface ErrorView {
+  message: string;
+  requestId?: string;
+  code?: string;
+}
+
+export interface AskView {
+  phase: Phase;
+  /** When the call started, on the clock the view is driven with (ms). */
+  startedAt: number;
+  /** When the last attempt ended, and the wait it announced: tells "running" from "waiting". */
+  lastEventAt: number;
+  lastWaitMs: number;
+  attempts: number;
+  endedAt?: number;
+  rows: TimelineRow[];
+  answer?: string;
+  requestId?: string;
+  error?: ErrorView;
+}
+
+export const idle: AskView = { phase: 'idle', startedAt: 0, lastEventAt: 0, lastWaitMs: 0, attempts: 0, rows: [] };
+
+/** A duration as the demo page writes it: 850 ms, 2.35 s, 31.4 s. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  return `${(ms / 1000).toFixed(ms >= 10_000 ? 1 : 2)} s`;
+}
+
+/** Replaces {0}, {1}... in a localized string. */
+export function format(template: string, ...values: string[]): string {
+  return template.replace(/\{(\d+)\}/g, (m, i: string) => (values[Number(i)] !== undefined ? values[Number(i)] : m));
+}
+
+/** A call has started. */
+export function started(now: number): AskView {
+  return { ...idle, phase: 'running', startedAt: now, lastEventAt: now };
+}
+
+/** The client reported an attempt (its onAttempt hook). */
+export function attempted(v: AskView, e: AttemptEvent, now: number): AskView {
+  const decision = e.decision === 'success' ? 'success' : e.retry ? 'retry' : `stop: ${e.decision}`;
+  const row: TimelineRow = {
+    attempt: e.attempt,
+    status: e.status === 0 ? strings.NetworkError : String(e.status),
+    elapsed: duration(e.elapsedMs),
+    decision,
+    // A wait is shown when it will be waited, and when it was too long to wait (the user waits it instead).
+    wait: e.retry || e.decision === 'wait_too_long' ? duration(e.waitMs) : '',
+    code: e.code ?? '',
+    kind: e.decision === 'success' ? 'success' : e.retry ? 'retry' : 'stop',
+  };
+  return { ...v, rows: [...v.rows, row], attempts: e.attempt, lastEventAt: now, lastWaitMs: e.retry ? e.waitMs : 0 };
+}
+
+/** The call resolved with an answer. */
+export function answered(v: AskView, r: ChatResponse, now: number): AskView {
+  return { ...v, phase: 'answered', endedAt: now, answer: r.answer, requestId: r.requestId };
+}
+
+/** The call rejected: a TimeboxError (the readable kind), the caller's own cancel, or anything else. */
+export function failed(v: AskView, err: unknown, now: number, cancelled: boolean): AskView {
+  if (cancelled) {
+    // The attempt (or wait) in flight never reported: give it its own row.
+    const row: TimelineRow = {
+      attempt: v.attempts + 1,
+      status: '',
+      elapsed: duration(now - Math.min(now, v.lastEventAt + v.lastWaitMs)),
+      decision: strings.Cancelled,
+      wait: '',
+      code: '',
+      kind: 'cancelled',
+    };
+    return { ...v, phase: 'cancelled', endedAt: now, rows: [...v.rows, row], error: { message: strings.CancelledMessage } };
+  }
+  return { ...v, phase: 'failed', endedAt: now, error: errorView(err) };
+}
+
+/** The readable error for anything a call can reject with. */
+export function errorView(err: unknown): ErrorView {
+  if (err instanceof TimeboxError) {
+    // The message is already the readable one, with its "Try again in N s"
+    // when a wait was asked for (the client's rule, or the server's words).
+    return { message: err.message, requestId: err.requestId, code: err.code };
+  }
+  return { message: err instanceof Error && err.message ? err.message : String(err) };
+}
+
+/** The status line, with the running counter while a call is in flight. */
+export function statusLine(v: AskView, now: number): string {
+  const total = duration((v.endedAt ?? now) - v.startedAt);
+  switch (v.phase) {
+    case 'idle':
+      return strings.StateIdle;
+    case 'running': {
+      const waitEnds = v.lastEventAt + v.lastWaitMs;
+      if (now < waitEnds) return format(strings.StateWaiting, String(v.attempts + 1), duration(waitEnds - now), total);
+      return format(strings.StateRunning, String(v.attempts + 1), duration(now - waitEnds), total);
+    }
+    case 'answered':
+      return format(strings.StateAnswered, total);
+    case 'failed':
+      return format(strings.StateFailed, total);
+    case 'cancelled':
+      return format(strings.StateCancelled, total);
+  }
+}
