@@ -3,6 +3,7 @@ import * as ReactDom from 'react-dom';
 import { Version } from '@microsoft/sp-core-library';
 import { type IPropertyPaneConfiguration, PropertyPaneTextField } from '@microsoft/sp-property-pane';
 import { BaseClientSideWebPart } from '@microsoft/sp-webpart-base';
+import { AadHttpClient } from '@microsoft/sp-http';
 import * as strings from 'AskWebPartStrings';
 
 import Ask, { type IAskProps } from './components/Ask';
@@ -32,7 +33,7 @@ export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> 
     if (checkFunctionAppUrl(url) !== '' || checkAppIdUri(app) !== '') return undefined;
     const key = `${url}\n${app}`;
     if (!this.ask || this.askFor !== key) {
-      this.ask = askOverAad(this.context.aadHttpClientFactory, url.replace(/\/+$/, ''), app);
+      this.ask = askOverAad(this.context.aadHttpClientFactory, AadHttpClient.configurations.v1, url.replace(/\/+$/, ''), app);
       this.askFor = key;
     }
     return this.ask;

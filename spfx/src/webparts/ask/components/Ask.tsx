@@ -33,8 +33,16 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
   const controller = React.useRef<AbortController | undefined>(undefined);
   const running = view.phase === 'running';
 
+  const mounted = React.useRef(true);
+
   // Leaving the page (the web part disposed, the component unmounted) cancels the call in flight.
-  React.useEffect(() => () => controller.current?.abort(cancelReason('The page was left.')), []);
+  React.useEffect(
+    () => () => {
+      mounted.current = false;
+      controller.current?.abort(cancelReason('The page was left.'));
+    },
+    [],
+  );
 
   // The running counter: re-render while a call is in flight.
   React.useEffect(() => {
@@ -55,10 +63,10 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
       const r = await ask(question.trim(), { signal: c.signal, onAttempt: (e) => setView((v) => attempted(v, e, Date.now())) });
       if (!c.signal.aborted) setView((v) => answered(v, r, Date.now()));
     } catch (err) {
-      setView((v) => failed(v, err, Date.now(), c.signal.aborted));
+      if (mounted.current) setView((v) => failed(v, err, Date.now(), c.signal.aborted));
     } finally {
       if (controller.current === c) controller.current = undefined;
-      setNow(Date.now());
+      if (mounted.current) setNow(Date.now());
     }
   }, [ask, running, question]);
 

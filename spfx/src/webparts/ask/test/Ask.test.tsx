@@ -1,0 +1,155 @@
+import * as React from 'react';
+import type { ChatResponse } from '@timebox/client';
+import { act, fireEvent, render, screen, within } from '@testing-library/react';
+import { setIconOptions } from '@fluentui/react';
+
+import Ask from '../components/Ask';
+import { askOverAad } from '../timebox';
+import { aadHttpClientFactory, configurationV1 } from './aadHttpClient';
+import { TimeboxServer, type Exchange } from './server';
+
+const APP_ID_URI = 'api://contoso-timebox';
+
+const ok = (answer: string, requestId = 'req-ok'): ChatResponse => ({
+  answer, finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 3, totalTokens: 12 },
+  requestId, elapsedMs: 12, upstreamAttempts: 1, truncated: false,
+});
+
+// SharePoint registers Fluent UI's icon font; the tests do not need it.
+setIconOptions({ disableWarnings: true });
+
+let server: TimeboxServer;
+let resources: string[];
+
+beforeEach(async () => {
+  server = await TimeboxServer.start();
+  resources = [];
+});
+
+afterEach(async () => {
+  await server.close();
+});
+
+// The counter ticks once a minute unless a test watches it, so React renders only on what the test does.
+function renderAsk(tickMs = 60_000): ReturnType<typeof render> {
+  return render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={tickMs} />);
+}
+
+/** The next request at the server, with React's updates on the way flushed. */
+async function arrived(): Promise<Exchange> {
+  let ex: Exchange | undefined;
+  await act(async () => {
+    ex = await server.next();
+  });
+  return ex!;
+}
+
+async function ask(question: string): Promise<Exchange> {
+  fireEvent.change(screen.getByLabelText(/Question/), { target: { value: question } });
+  fireEvent.click(screen.getByRole('button', { name: 'Ask' }));
+  return arrived();
+}
+
+/** Lets the client see an answer the server just sent, and React render it. */
+async function settled(text: RegExp | string): Promise<HTMLElement> {
+  return screen.findByText(text, undefined, { timeout: 10_000 });
+}
+
+const rows = (): string[][] =>
+  within(screen.getByRole('table')).getAllByRole('row').slice(1).map((r) => within(r).getAllByRole('cell').map((c) => c.textContent ?? ''));
+
+describe('the Ask web part', () => {
+  it('sends the question through AadHttpClient with the token for the app and shows the answer in a live region', async () => {
+    renderAsk();
+    const ex = await ask('  What is the leave policy?  ');
+    expect(ex.method).toBe('POST');
+    expect(ex.url).toBe('/api/chat');
+    expect(ex.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(Number(ex.headers['x-client-timeout-ms'])).toBeGreaterThan(0);
+    expect(JSON.parse(ex.body)).toEqual({ messages: [{ role: 'user', content: 'What is the leave policy?' }] });
+    expect(resources).toEqual([APP_ID_URI]);
+
+    ex.reply(200, ok('Twenty-five days a year.'));
+    const answer = await settled('Twenty-five days a year.');
+    expect(answer.closest('[aria-live="polite"]')).not.toBeNull();
+    expect(rows()).toEqual([['1', '200', expect.stringMatching(/ms|s$/), 'success', '', '']]);
+    expect(screen.getByRole('status').textContent).toMatch(/^Answered in /);
+    expect(screen.getByRole('button', { name: 'Cancel' })).toHaveProperty('disabled', true);
+  });
+
+  it('retries a fast 503 after the wait the server asked for, and shows both attempts', async () => {
+    renderAsk();
+    const first = await ask('hello');
+    first.reply(503, { error: { code: 'upstream_unavailable', message: 'The AI service is briefly unavailable. Try again in a moment.', requestId: 'r1' } }, { 'retry-after-ms': '5' });
+    const second = await arrived();
+    expect(second.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    second.reply(200, ok('Hi.'));
+    await settled('Hi.');
+    expect(rows()).toEqual([
+      ['1', '503', expect.any(String), 'retry', '5 ms', 'upstream_unavailable'],
+      ['2', '200', expect.any(String), 'success', '', ''],
+    ]);
+  });
+
+  it('shows the readable error with its "try again in N s" and the request id, without retrying a wait too long', async () => {
+    renderAsk();
+    const ex = await ask('hello');
+    ex.reply(429, { error: { code: 'rate_limited', message: 'The AI service is busy. Try again in 40 s.', requestId: 'req-429' } }, { 'retry-after': '40' });
+    const error = await settled('The AI service is busy. Try again in 40 s.');
+    expect(error.closest('[role="alert"], .ms-MessageBar')).not.toBeNull();
+    expect(screen.getByText('req-429')).toBeTruthy();
+    expect(rows()).toEqual([['1', '429', expect.any(String), 'stop: wait_too_long', '40.0 s', 'rate_limited']]);
+    expect(screen.getByRole('status').textContent).toMatch(/^Failed after /);
+    expect(screen.getByRole('button', { name: 'Ask' })).toHaveProperty('disabled', false);
+  });
+
+  it('shows the running counter while the attempt is in flight', async () => {
+    renderAsk(20);
+    const ex = await ask('hello');
+    await settled(/^Attempt 1 running: \d+ ms \(total/);
+    ex.reply(200, ok('Done.'));
+    await settled('Done.');
+  });
+
+  it('cancels the request in flight from the Cancel button: the connection closes and the attempt gets its own row', async () => {
+    renderAsk();
+    const ex = await ask('a long one');
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    await act(() => ex.abandoned);
+    await settled(/^Cancelled after /);
+    expect(rows()).toEqual([['1', '', expect.any(String), 'cancelled by the user', '', '']]);
+    expect(screen.getByText(/You cancelled the question/)).toBeTruthy();
+  });
+
+  it('cancels with Escape from the question box', async () => {
+    renderAsk();
+    const ex = await ask('a long one');
+    fireEvent.keyDown(screen.getByLabelText(/Question/), { key: 'Escape' });
+    await act(() => ex.abandoned);
+    await settled(/^Cancelled after /);
+  });
+
+  it('sends with Ctrl+Enter from the question box', async () => {
+    renderAsk();
+    const box = screen.getByLabelText(/Question/);
+    fireEvent.change(box, { target: { value: 'by keyboard' } });
+    fireEvent.keyDown(box, { key: 'Enter', ctrlKey: true });
+    const ex = await arrived();
+    expect(JSON.parse(ex.body).messages[0].content).toBe('by keyboard');
+    ex.reply(200, ok('Yes.'));
+    await settled('Yes.');
+  });
+
+  it('cancels the request in flight when the web part goes away', async () => {
+    const { unmount } = renderAsk();
+    const ex = await ask('a long one');
+    act(() => unmount());
+    await act(() => ex.abandoned);
+  });
+
+  it('asks for the Function App URL and the application ID URI until both are set', async () => {
+    render(<Ask ask={undefined} />);
+    await settled(/Set the Function App URL and its application ID URI/);
+    expect(screen.queryByRole('button', { name: 'Ask' })).toBeNull();
+  });
+});
