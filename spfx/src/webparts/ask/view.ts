@@ -58,18 +58,19 @@ export function started(now: number): AskView {
   return { ...idle, phase: 'running', startedAt: now, lastEventAt: now };
 }
 
-/** The client reported an attempt (its onAttempt hook). */
+/** The client reported an attempt (its onAttempt hook), the one the caller cancelled included. */
 export function attempted(v: AskView, e: AttemptEvent, now: number): AskView {
-  const decision = e.decision === 'success' ? 'success' : e.retry ? 'retry' : `stop: ${e.decision}`;
+  const cancelled = e.decision === 'cancelled';
+  const decision = e.decision === 'success' ? 'success' : cancelled ? strings.Cancelled : e.retry ? 'retry' : `stop: ${e.decision}`;
   const row: TimelineRow = {
     attempt: e.attempt,
-    status: e.status === 0 ? strings.NetworkError : String(e.status),
+    status: e.status === 0 ? (cancelled ? '' : strings.NetworkError) : String(e.status),
     elapsed: duration(e.elapsedMs),
     decision,
     // A wait is shown when it will be waited, and when it was too long to wait (the user waits it instead).
     wait: e.retry || e.decision === 'wait_too_long' ? duration(e.waitMs) : '',
     code: e.code ?? '',
-    kind: e.decision === 'success' ? 'success' : e.retry ? 'retry' : 'stop',
+    kind: e.decision === 'success' ? 'success' : cancelled ? 'cancelled' : e.retry ? 'retry' : 'stop',
   };
   return { ...v, rows: [...v.rows, row], attempts: e.attempt, lastEventAt: now, lastWaitMs: e.retry ? e.waitMs : 0 };
 }
@@ -82,17 +83,14 @@ export function answered(v: AskView, r: ChatResponse, now: number): AskView {
 /** The call rejected: a TimeboxError (the readable kind), the caller's own cancel, or anything else. */
 export function failed(v: AskView, err: unknown, now: number, cancelled: boolean): AskView {
   if (cancelled) {
-    // The attempt (or wait) in flight never reported: give it its own row.
-    const row: TimelineRow = {
-      attempt: v.attempts + 1,
-      status: '',
-      elapsed: duration(now - Math.min(now, v.lastEventAt + v.lastWaitMs)),
-      decision: strings.Cancelled,
-      wait: '',
-      code: '',
-      kind: 'cancelled',
-    };
-    return { ...v, phase: 'cancelled', endedAt: now, rows: [...v.rows, row], error: { message: strings.CancelledMessage } };
+    const last = v.rows[v.rows.length - 1];
+    // The client reports the attempt it cancelled; a cancel during the wait
+    // before an attempt (or before the first was sent) gets its row here.
+    const rows: TimelineRow[] =
+      last && last.kind === 'cancelled'
+        ? v.rows
+        : [...v.rows, { attempt: v.attempts + 1, status: '', elapsed: '', decision: strings.CancelledBeforeSent, wait: '', code: '', kind: 'cancelled' }];
+    return { ...v, phase: 'cancelled', endedAt: now, rows, error: { message: strings.CancelledMessage } };
   }
   return { ...v, phase: 'failed', endedAt: now, error: errorView(err) };
 }

@@ -60,7 +60,7 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
     setView(started(Date.now()));
     setNow(Date.now());
     try {
-      const r = await ask(question.trim(), { signal: c.signal, onAttempt: (e) => setView((v) => attempted(v, e, Date.now())) });
+      const r = await ask(question.trim(), { signal: c.signal, onAttempt: (e) => mounted.current && setView((v) => attempted(v, e, Date.now())) });
       if (!c.signal.aborted) setView((v) => answered(v, r, Date.now()));
     } catch (err) {
       if (mounted.current) setView((v) => failed(v, err, Date.now(), c.signal.aborted));

@@ -27,6 +27,7 @@ define([], function () {
     StateCancelled: 'Cancelled after {0}.',
     NetworkError: 'network error',
     Cancelled: 'cancelled by the user',
+    CancelledBeforeSent: 'cancelled by the user (before it was sent)',
     CancelledMessage: 'You cancelled the question; nothing more will be sent.',
     RequestIdLabel: 'Request ID'
   };

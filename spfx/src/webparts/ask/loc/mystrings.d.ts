@@ -26,6 +26,7 @@ declare interface IAskWebPartStrings {
   StateCancelled: string;
   NetworkError: string;
   Cancelled: string;
+  CancelledBeforeSent: string;
   CancelledMessage: string;
   RequestIdLabel: string;
 }

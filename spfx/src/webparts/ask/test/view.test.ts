@@ -75,11 +75,18 @@ describe('errors', () => {
     expect(errorView(new Error('token refused'))).toEqual({ message: 'token refused' });
   });
 
-  it('gives a cancelled attempt its own row, timed from the end of the last wait', () => {
-    let v = attempted(started(0), event({ status: 503, elapsedMs: 100, decision: 'retry', retry: true, waitMs: 500 }), 100);
-    v = failed(v, new DOMException('Cancelled by the user.', 'AbortError'), 1600, true);
+  it('shows the attempt the client reports cancelled, and adds no row of its own', () => {
+    let v = attempted(started(0), event({ status: 0, elapsedMs: 700, decision: 'cancelled', retry: false, waitMs: 0 }), 700);
+    v = failed(v, new DOMException('Cancelled by the user.', 'AbortError'), 700, true);
     expect(v.phase).toBe('cancelled');
-    expect(v.rows[1]).toEqual({ attempt: 2, status: '', elapsed: '1.00 s', decision: 'cancelled by the user', wait: '', code: '', kind: 'cancelled' });
+    expect(v.rows).toEqual([{ attempt: 1, status: '', elapsed: '700 ms', decision: 'cancelled by the user', wait: '', code: '', kind: 'cancelled' }]);
+    expect(statusLine(v, 9999)).toBe('Cancelled after 700 ms.');
+  });
+
+  it('gives a cancel during a wait its own row: the next attempt was never sent', () => {
+    let v = attempted(started(0), event({ status: 503, elapsedMs: 100, decision: 'retry', retry: true, waitMs: 5000 }), 100);
+    v = failed(v, new DOMException('Cancelled by the user.', 'AbortError'), 1600, true);
+    expect(v.rows[1]).toEqual({ attempt: 2, status: '', elapsed: '', decision: 'cancelled by the user (before it was sent)', wait: '', code: '', kind: 'cancelled' });
     expect(statusLine(v, 9999)).toBe('Cancelled after 1.60 s.');
   });
 });
