@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import JSZip from 'jszip';
+import ts from 'typescript';
 
 const root = new URL('..', import.meta.url).pathname;
 const stripComments = (s) => s.replace(/^\s*\/\/.*$/gm, '').replace(/\/\/ (Advanced)$/gm, '');
@@ -58,7 +59,16 @@ function clientLiterals() {
   const dist = join(root, 'node_modules/@timebox/client/dist');
   const out = new Set();
   for (const f of readdirSync(dist).filter((f) => f.endsWith('.js'))) {
-    for (const m of readFileSync(join(dist, f), 'utf8').matchAll(/'([\w .,:-]{12,})'/g)) if (/[ -]/.test(m[1])) out.add(m[1]);
+    const source = ts.createSourceFile(f, readFileSync(join(dist, f), 'utf8'), ts.ScriptTarget.ES2020);
+    const visit = (node) => {
+      // Module specifiers ('./rule.js', 'eventsource-parser') are resolved away by the bundler.
+      if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) return;
+      if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && node.text.length >= 12 && /[ -]/.test(node.text)) {
+        out.add(node.text);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
   }
   return [...out];
 }
