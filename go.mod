@@ -2,6 +2,10 @@ module github.com/timebox-dev/timebox
 
 go 1.26.0
 
+// npm installs (client/, spfx/, e2e/) are not Go code of ours: spfx's tree holds
+// a Go port of a JavaScript library (flatted), which ./... would vet and test.
+ignore node_modules
+
 require (
 	code.dny.dev/ssrf v0.3.0
 	codeberg.org/readeck/go-readability/v2 v2.1.3
