@@ -52,7 +52,7 @@ async function ask(question: string): Promise<Exchange> {
 
 /** Lets the client see an answer the server just sent, and React render it. */
 async function settled(text: RegExp | string): Promise<HTMLElement> {
-  return screen.findByText(text, undefined, { timeout: 10_000 });
+  return screen.findByText(text, undefined, { timeout: 30_000 });
 }
 
 const rows = (): string[][] =>
@@ -94,7 +94,7 @@ describe('the Ask web part', () => {
   it('shows the readable error with its "try again in N s" and the request id, without retrying a wait too long', async () => {
     renderAsk();
     const ex = await ask('hello');
-    ex.reply(429, { error: { code: 'rate_limited', message: 'The AI service is busy. Try again in 40 s.', requestId: 'req-429' } }, { 'retry-after': '40' });
+    ex.reply(429, { error: { code: 'rate_limited', message: 'The AI service is busy. Try again in 40 s.', requestId: 'req-429' } }, { 'retry-after': '40', 'retry-after-ms': '40000' }); // as timebox sends a 429
     const error = await settled('The AI service is busy. Try again in 40 s.');
     expect(error.closest('[role="alert"], .ms-MessageBar')).not.toBeNull();
     expect(screen.getByText('req-429')).toBeTruthy();
