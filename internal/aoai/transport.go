@@ -30,6 +30,14 @@ func newTransport() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// What a request holds while it waits on Azure OpenAI: net/http's
+		// 4 KiB each way per connection is more than a request's headers
+		// (under 1 KiB) or Azure's answer headers (about 1 KiB) need; a
+		// larger body bypasses the write buffer, and the stream is read in
+		// events of a few hundred bytes. 3.6 KB less per held request in
+		// make perf.
+		WriteBufferSize: 1 << 10,
+		ReadBufferSize:  2 << 10,
 		// Ping an HTTP/2 connection idle for 10 s; close it if no answer in 5 s.
 		HTTP2:           &http.HTTP2Config{SendPingTimeout: 10 * time.Second, PingTimeout: 5 * time.Second},
 		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, Renegotiation: tls.RenegotiateFreelyAsClient},

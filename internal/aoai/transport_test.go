@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,4 +95,20 @@ func TestDefaultTransportKeepsConnectionsForAFullInstance(t *testing.T) {
 	}
 	require.Equal(t, int64(n), round(), "the first round opens one connection per call")
 	assert.Zero(t, round(), "the second round reuses the first round's connections")
+}
+
+// The default transport's small buffers (1 KiB to write, 2 KiB to read)
+// carry a request body many times their size and the simulator's full set of
+// Azure's answer headers.
+func TestDefaultTransportCarriesLargeBodies(t *testing.T) {
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	endpoint, _ := url.Parse(srv.URL)
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	resp, err := c.Complete(context.Background(), req(strings.Repeat("word ", 20000)))
+	require.NoError(t, err)
+	assert.Greater(t, resp.Usage.PromptTokens, 20000)
+	assert.NotEmpty(t, resp.Content)
 }
