@@ -24,6 +24,10 @@ const MaxSkew = 5 * time.Minute
 // before they get large).
 const maxTokenBytes = 16 << 10
 
+// maxKidBytes caps the key id a token may name (Entra's are about 30
+// characters); it goes into the log line when unknown.
+const maxKidBytes = 128
+
 // PublicAuthority is Entra ID's authority host in the public cloud.
 const PublicAuthority = "https://login.microsoftonline.com"
 
@@ -133,8 +137,8 @@ func (e *Entra) Check(ctx context.Context, r *http.Request) (Caller, error) {
 	if !e.policy.tenantAllowed(tid) {
 		return Caller{}, forbidden("", "tenant %s is not listed in AUTH_TENANTS", tid)
 	}
-	if kid == "" {
-		return Caller{}, unauthenticated(challengeInvalidToken, "the token names no signing key (kid)")
+	if kid == "" || len(kid) > maxKidBytes {
+		return Caller{}, unauthenticated(challengeInvalidToken, "the token names no signing key (kid) of a sane size")
 	}
 	key, err := e.keys.lookup(ctx, tid, kid)
 	if err != nil {
