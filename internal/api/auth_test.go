@@ -258,3 +258,32 @@ func TestEasyAuthInsideAzure(t *testing.T) {
 		assert.Equal(t, issuertest.TestUserOID, h.logLines()[2]["callerOid"])
 	})
 }
+
+// An Entra ID that never answers: the request ends when the caller said it
+// would stop waiting (x-client-timeout-ms less the margin), with a fast
+// retryable 503, not when the key fetch gives up.
+func TestEntraKeysHangingEndWithTheCallersTimeout(t *testing.T) {
+	iss := newIssuer(t)
+	hung := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, entraEnv(nil), aoaitest.Options{}, withIssuer(hung))
+		r := withBearer(mint(t, iss, issuertest.Token{}))
+		r.Header.Set("x-client-timeout-ms", "3000")
+		start := time.Now()
+		w := h.do(r)
+		assert.Equal(t, time.Second, time.Since(start), "3000 ms less the 2 s margin")
+		assertRefused(t, h, w, http.StatusServiceUnavailable, "auth_unavailable", "", "")
+		time.Sleep(caller.DefaultFetchTimeout) // the shared fetch ends inside the bubble
+	})
+}
+
+// The caller is checked before anything of the request is judged: without a
+// token, a bad x-client-timeout-ms or body is still a 401.
+func TestEntraChecksTheCallerFirst(t *testing.T) {
+	iss := newIssuer(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, entraEnv(nil), aoaitest.Options{}, withIssuer(iss))
+		w := h.do(chatRequest(`{"messages":`, "x-client-timeout-ms", "12"))
+		assertRefused(t, h, w, http.StatusUnauthorized, "unauthenticated", "Bearer", "")
+	})
+}

@@ -246,7 +246,16 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 // auth_unavailable) go through the error table before anything is read or
 // sent upstream.
 func (s *server) checkCaller(next http.Handler) http.Handler {
+	minClient := (s.ClientTimeoutMargin + time.Second).Milliseconds()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A caller that said how long it waits is answered within that even
+		// while its tenant's keys are fetched. An invalid value is left to
+		// the chat handler to refuse, once the caller is known.
+		if ms, err := clientTimeout(r, minClient); err == nil && ms > 0 {
+			ctx, cancel := budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		c, err := s.Caller.Check(r.Context(), r)
 		if err != nil {
 			s.fail(w, r, err)
