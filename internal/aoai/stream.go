@@ -92,11 +92,13 @@ func (l *limited) Read(p []byte) (int, error) {
 // the last one before [DONE] carries usage (every other chunk then has
 // "usage": null). A server failure mid-stream arrives as {"error": {...}}.
 type chatChunk struct {
+	// Strings, not pointers: null reads as "", which is what both mean
+	// here, and a pointer was an allocation per field per token.
 	Choices []struct {
 		Delta struct {
-			Content *string `json:"content"`
+			Content string `json:"content"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *Usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -135,11 +137,9 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 	var text string
 	for _, ch := range c.Choices {
 		// One choice is asked for (n defaults to 1); index 0 is the answer.
-		if ch.Delta.Content != nil {
-			text += *ch.Delta.Content
-		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			d.finish = *ch.FinishReason
+		text += ch.Delta.Content
+		if ch.FinishReason != "" {
+			d.finish = ch.FinishReason
 		}
 	}
 	return text, false, nil
