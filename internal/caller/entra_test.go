@@ -213,3 +213,29 @@ func TestConcurrentColdRequestsShareOneFetch(t *testing.T) {
 		assert.Equal(t, 1, iss.KeyFetches())
 	})
 }
+
+// Several tenants: each has its own keys, fetched for its first token, and
+// its own refresh allowance.
+func TestEachListedTenantHasItsOwnKeys(t *testing.T) {
+	const second = "22222222-2222-4333-8444-555555555555"
+	iss := newIssuer(t)
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, iss, caller.Policy{Tenants: []string{tenant, second}})
+		for _, tid := range []string{tenant, second, tenant, second} {
+			c, err := s.check(s.mint(issuertest.Token{Tenant: tid}))
+			require.NoError(t, err)
+			assert.Equal(t, tid, c.TID)
+		}
+		assert.Equal(t, 2, iss.MetadataRequests(), "one fetch per tenant")
+
+		// A rotation seen first on one tenant does not use up the other's refresh.
+		time.Sleep(caller.RefreshInterval)
+		_, err := iss.Rotate()
+		require.NoError(t, err)
+		for _, tid := range []string{tenant, second} {
+			_, err := s.check(s.mint(issuertest.Token{Tenant: tid}))
+			require.NoError(t, err, tid)
+		}
+		assert.Equal(t, 4, iss.MetadataRequests())
+	})
+}
