@@ -94,7 +94,7 @@ func (s *server) handleChat() http.HandlerFunc {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 		}
 
-		areq := aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx)}
+		areq := aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
 		if wantsStream(r) {
 			s.stream(w, r.WithContext(ctx), areq, fit)
 			return

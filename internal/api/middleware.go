@@ -54,6 +54,9 @@ type record struct {
 	promptTokens     int
 	completionTokens int // delivered to the caller
 	abandonedTokens  int // generated, but the caller never got them
+	started          time.Time     // the budget's start
+	stream           bool          // answered as server-sent events
+	firstTokenAt     time.Duration // since the request began; 0: no token came
 	truncated        bool
 	code             string
 	callerOID        string // the verified caller's object id and tenant id:
@@ -68,6 +71,15 @@ type recordKey struct{}
 type phase struct {
 	name string
 	dur  time.Duration
+}
+
+// firstToken notes when the answer's first piece arrived from upstream
+// (an aoai.Request.OnDelta): the time to first token, the figure a slow
+// model or region shows first.
+func (rec *record) firstToken(string) {
+	if rec.firstTokenAt == 0 && rec.started != (time.Time{}) {
+		rec.firstTokenAt = time.Since(rec.started)
+	}
 }
 
 // since records a phase that began at start.
@@ -118,7 +130,7 @@ func (s *server) begin(next http.Handler) http.Handler {
 			id = newID()
 		}
 		w.Header().Set("x-request-id", id)
-		rec := &record{}
+		rec := &record{started: b.Started}
 		ctx = context.WithValue(ctx, recordKey{}, rec)
 		ctx = context.WithValue(ctx, idKey{}, id)
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
@@ -160,6 +172,12 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.abandonedTokens > 0 {
 			attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
+		}
+		if rec.stream {
+			attrs = append(attrs, slog.Bool("stream", true))
+		}
+		if rec.firstTokenAt > 0 {
+			attrs = append(attrs, slog.Int64("firstTokenMs", rec.firstTokenAt.Milliseconds()))
 		}
 		for _, p := range rec.phases {
 			attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))

@@ -58,6 +58,8 @@ func TestDeadlineGivesTheTextSoFarToACallerThatDoesNotStream(t *testing.T) {
 		require.Len(t, lines, 1)
 		assert.EqualValues(t, tokensBy(200*time.Second), lines[0]["completionTokens"], "delivered, in the 500")
 		assert.Nil(t, lines[0]["abandonedTokens"])
+		assert.Nil(t, lines[0]["stream"])
+		assert.EqualValues(t, 1300, lines[0]["firstTokenMs"], "the time to first token, streamed from upstream though not to the caller")
 	})
 }
 

@@ -33,11 +33,15 @@ type streamError struct {
 func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request, fit prompt.Result) {
 	ctx := r.Context()
 	rec := recordFrom(ctx)
+	rec.stream = true
 	// A caller that goes away cancels r's context, and with it the
 	// upstream call; one that stops reading is cut by the write deadline.
 	deadline, _ := ctx.Deadline()
 	es := openStream(w, deadline, func() { stampTiming(w, r) })
-	req.OnDelta = es.delta
+	req.OnDelta = func(text string) {
+		rec.firstToken(text)
+		es.delta(text)
+	}
 	start := time.Now()
 	resp, err := s.Chat.Complete(ctx, req)
 	rec.since("upstream", start)

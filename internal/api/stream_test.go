@@ -185,6 +185,8 @@ func TestStreamedGenerationLongerThanTheBudget(t *testing.T) {
 		assert.EqualValues(t, 200, lines[0]["status"])
 		assert.Equal(t, "deadline_exceeded", lines[0]["code"])
 		assert.EqualValues(t, tokensBy(200*time.Second), lines[0]["completionTokens"], "delivered")
+		assert.Equal(t, true, lines[0]["stream"])
+		assert.EqualValues(t, 1300, lines[0]["firstTokenMs"], "the time to first token")
 		assert.Nil(t, lines[0]["abandonedTokens"])
 	})
 }
