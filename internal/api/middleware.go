@@ -52,8 +52,8 @@ type record struct {
 	upstreamStatus   int
 	upstreamID       string // Azure's apim-request-id of the last attempt
 	promptTokens     int
-	completionTokens int // delivered to the caller
-	abandonedTokens  int // generated, but the caller never got them
+	completionTokens int           // delivered to the caller
+	abandonedTokens  int           // generated, but the caller never got them
 	started          time.Time     // the budget's start
 	stream           bool          // answered as server-sent events
 	firstTokenAt     time.Duration // since the request began; 0: no token came
