@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
@@ -103,7 +104,7 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	ext := app.Ext{
 		Logs: logs, Version: "test", Upstream: client,
 		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,
-		Extractor: o.extractor,
+		Extractor: o.extractor, Credential: o.credential,
 	}
 	if o.issuer != nil {
 		// Entra ID is the local issuer, whatever AZURE_AUTHORITY_HOST names.
@@ -115,12 +116,19 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 }
 
 type options struct {
-	web       http.Handler
-	extractor api.Extractor
-	issuer    http.Handler
+	web        http.Handler
+	extractor  api.Extractor
+	issuer     http.Handler
+	credential azcore.TokenCredential
 }
 
 type option func(*options)
+
+// withUpstreamCredential is the Entra ID credential for Azure OpenAI (the
+// managed identity's in Azure), used when AZURE_OPENAI_API_KEY is empty.
+func withUpstreamCredential(c azcore.TokenCredential) option {
+	return func(o *options) { o.credential = c }
+}
 
 // withWeb serves every page fetch with h.
 func withWeb(h http.Handler) option { return func(o *options) { o.web = h } }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -19,7 +18,6 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/caller"
-	"github.com/timebox-dev/timebox/internal/memnet"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -129,20 +127,16 @@ func (staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore
 	return azcore.AccessToken{Token: "entra-token"}, nil
 }
 
-// Entra ID: the bearer policy over a credential (azidentity's in production;
-// a static token here, where no Entra ID is reachable).
+// Entra ID: with no API key, the stack calls Azure OpenAI with a bearer
+// token from its credential (the managed identity's in production; a static
+// token here, where no Entra ID is reachable).
 func TestBearerAuth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := aoaitest.New(aoaitest.Options{AcceptBearer: true, Deployments: []string{"gpt-4o-mini"}})
-		_, client := memnet.Serve(t, sim)
-		endpoint, err := url.Parse("http://127.0.0.1:8081")
-		require.NoError(t, err)
-		c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", Credential: staticToken{}, Transport: client})
-		require.NoError(t, err)
-		resp, err := c.Complete(context.Background(), aoai.Request{Messages: []aoai.Message{{Role: "user", Content: "hi"}}, MaxTokens: 20})
-		require.NoError(t, err)
-		assert.NotEmpty(t, resp.Content)
-		recs := sim.Requests()
+		h := newHarness(t, map[string]string{"AZURE_OPENAI_API_KEY": ""}, aoaitest.Options{AcceptBearer: true},
+			withUpstreamCredential(staticToken{}))
+		resp := decodeOK(t, h.do(chatRequest(ask("hi"))))
+		assert.NotEmpty(t, resp.Answer)
+		recs := h.sim.Requests()
 		require.Len(t, recs, 1)
 		assert.Equal(t, "bearer", recs[0].Auth)
 	})
