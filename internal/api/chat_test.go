@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -262,4 +263,26 @@ func TestDeploymentsPathWithAPIVersion(t *testing.T) {
 		require.Len(t, recs, 1)
 		assert.Equal(t, "/openai/deployments/gpt-4o-mini/chat/completions", recs[0].Path)
 	})
+}
+
+// A caller's x-request-id is echoed only when it is 1-128 characters of
+// A-Za-z0-9._:-; anything else (it goes into logs and headers) is replaced
+// by a fresh id.
+func TestRequestIDIsEchoedOnlyWhenSane(t *testing.T) {
+	h := newHarness(t, nil, aoaitest.Options{})
+	long := strings.Repeat("a", 128)
+	for id, echoed := range map[string]bool{
+		"abc-123": true, "A.b_c:d-9": true, long: true,
+		long + "a": false, "a b": false, "é": false, "a\nb": false, "a/b": false, "<script>": false,
+	} {
+		r := httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/api/health", nil)
+		r.Header.Set("x-request-id", id)
+		got := h.do(r).Header().Get("x-request-id")
+		if echoed {
+			assert.Equal(t, id, got)
+		} else {
+			assert.NotEqual(t, id, got, "%q must not be echoed", id)
+			assert.Regexp(t, `^[0-9a-f]{32}$`, got, "a fresh id replaces %q", id)
+		}
+	}
 }
