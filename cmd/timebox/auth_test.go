@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/issuertest"
+	"github.com/timebox-dev/timebox/internal/memnet"
+)
+
+// timebox ask --token against the stack in AUTH_MODE=entra (the local
+// issuer's real keys): the token is sent and accepted; without one the 401
+// is read, not retried, and explained.
+func TestAskSendsTheTokenToTheEntraCheck(t *testing.T) {
+	iss, err := issuertest.New()
+	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		const authority = "http://127.0.0.1:9" // memnet reaches the issuer whatever the address
+		settings := map[string]string{
+			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+			"AUTH_MODE": "entra", "AUTH_AUDIENCE": "api://timebox-cli", "AUTH_TENANTS": issuertest.DefaultTenant, "AZURE_AUTHORITY_HOST": authority,
+		}
+		cfg, err := config.Load(func(k string) string { return settings[k] })
+		require.NoError(t, err)
+		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+		_, idpClient := memnet.Serve(t, iss)
+		a, err := app.New(cfg, app.Ext{Version: "test", Upstream: simClient, Authority: idpClient})
+		require.NoError(t, err)
+		_, hc := memnet.Serve(t, a.Handler)
+
+		tok, err := iss.Mint(issuertest.Token{Authority: authority, Tenant: issuertest.DefaultTenant, Audience: "api://timebox-cli"})
+		require.NoError(t, err)
+		var out, errOut bytes.Buffer
+		require.NoError(t, runWith(t.Context(), []string{"ask", "--url", "http://app.test", "--token", tok, "hi"}, noEnv, &out, &errOut, hc), errOut.String())
+		assert.Contains(t, out.String(), `You asked: "hi"`)
+
+		out.Reset()
+		errOut.Reset()
+		err = runWith(t.Context(), []string{"ask", "--url", "http://app.test", "hi"}, noEnv, &out, &errOut, hc)
+		require.Error(t, err)
+		assert.Contains(t, errOut.String(), "status 401 unauthenticated")
+		assert.Contains(t, errOut.String()+err.Error(), "Sign in to use this service")
+		assert.NotContains(t, errOut.String(), "attempt 2", "a 401 is not retried")
+	})
+}
