@@ -157,9 +157,6 @@ func ParseDirective(s string) (Directive, error) {
 		switch k {
 		case "tokens":
 			d.MidStream, d.Tokens = true, n
-			if d.Kind == KindFilter {
-				d.Completion = true
-			}
 		case "times":
 			d.Times = n
 		case "code":
@@ -183,6 +180,13 @@ func ParseDirective(s string) (Directive, error) {
 			}
 			d.RetryAfter = time.Duration(n) * time.Second
 		}
+	}
+	if d.Kind == KindFilter && d.MidStream {
+		// Only the answer can be filtered mid-stream.
+		if seen["part"] && !d.Completion {
+			return Directive{}, fmt.Errorf("directive %q: %w: tokens filters the completion, not part=prompt", clip(s), errValue)
+		}
+		d.Completion = true
 	}
 	if spec.required && !seen[spec.extra] {
 		return Directive{}, fmt.Errorf("directive %q: %w %s", clip(s), errRequired, spec.extra)

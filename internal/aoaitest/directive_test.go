@@ -53,6 +53,8 @@ func TestFindDirective(t *testing.T) {
 		{name: "filter mid-stream filters the completion", text: "[[sim:filter tokens=7]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter, Completion: true, MidStream: true, Tokens: 7}, found: true},
 		{name: "tokens is for hang, reset and filter", text: "[[sim:status code=500 tokens=3]]", found: true, err: true},
 		{name: "tokens not negative", text: "[[sim:reset tokens=-1]]", found: true, err: true},
+		{name: "tokens filters the completion only", text: "[[sim:filter tokens=3 part=prompt]]", found: true, err: true},
+		{name: "tokens with part=completion", text: "[[sim:filter tokens=3 part=completion]]", want: aoaitest.Directive{Kind: aoaitest.KindFilter, Completion: true, MidStream: true, Tokens: 3}, found: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
