@@ -44,8 +44,10 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 	}
 	start := time.Now()
 	resp, err := s.Chat.Complete(ctx, req)
-	rec.since("upstream", start)
+	// The keep-alive's goroutine reads rec's phases (Server-Timing) when it
+	// starts the stream: end stops it before the upstream phase is added.
 	started := es.end()
+	rec.since("upstream", start)
 
 	generated := partialOf(err)
 	if err == nil {
