@@ -73,6 +73,12 @@ param fetchTimeout string = '15s'
 @description('EXTRACT_TIMEOUT: each document extraction\'s own deadline.')
 param extractTimeout string = '15s'
 
+@description('MATERIAL_IN_FLIGHT_MB: the material (bodies, documents, extracted text) held for requests in flight, in MiB; past it, 503 overloaded.')
+param materialInFlightMb string = '640'
+
+@description('MIN_UPSTREAM_TIME: the least time left for the Azure OpenAI call; less, and the answer is 500 deadline_exceeded without a call.')
+param minUpstreamTime string = '3s'
+
 @description('LOG_LEVEL: debug, info, warn or error.')
 param logLevel string = 'info'
 
@@ -224,6 +230,8 @@ module api 'app/api.bicep' = {
     deploymentTpm: empty(deploymentTpm) && !useExistingOpenAi ? string(openAiCapacity * 1000) : deploymentTpm
     fetchTimeout: fetchTimeout
     extractTimeout: extractTimeout
+    materialInFlightMb: materialInFlightMb
+    minUpstreamTime: minUpstreamTime
     logLevel: logLevel
     authMode: authMode
     authAudience: authAudience

@@ -27,6 +27,8 @@ param tokenizer string
 param deploymentTpm string
 param fetchTimeout string
 param extractTimeout string
+param materialInFlightMb string
+param minUpstreamTime string
 param logLevel string
 param authMode string
 param authAudience string
@@ -77,6 +79,8 @@ var handlerSettings = {
   DEPLOYMENT_TPM: deploymentTpm
   FETCH_TIMEOUT: fetchTimeout
   EXTRACT_TIMEOUT: extractTimeout
+  MATERIAL_IN_FLIGHT_MB: materialInFlightMb
+  MIN_UPSTREAM_TIME: minUpstreamTime
   LOG_LEVEL: logLevel
   AUTH_MODE: authMode
   AUTH_AUDIENCE: authAudience

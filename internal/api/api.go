@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
+	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/tokens"
@@ -44,6 +45,12 @@ type Options struct {
 	// FetchTimeout and ExtractTimeout are the deadlines of each page fetch
 	// and each document extraction (the only timers on either).
 	FetchTimeout, ExtractTimeout time.Duration
+	// MinUpstreamTime is the least time left for the upstream call; with
+	// less, the answer is 500 deadline_exceeded and nothing is sent.
+	MinUpstreamTime time.Duration
+	// Admission bounds the material of all requests in flight; nil admits
+	// everything.
+	Admission *admission.Gate
 	// AllowedOrigins are the browser origins allowed by CORS.
 	AllowedOrigins []string
 	// Version is reported by GET /api/health.

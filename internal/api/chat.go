@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/extract"
+	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/prompt"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -57,8 +60,21 @@ func (s *server) handleChat() http.HandlerFunc {
 			ctx, cancel = budget.ShortenForClient(ctx, time.Duration(ms)*time.Millisecond, margin)
 			defer cancel()
 		}
+		// The request's cost is taken before each commitment (the body
+		// before it is read, the material before it is fetched and
+		// extracted), and given back when the request ends.
+		ticket := s.Admission.Ticket()
+		defer ticket.Release()
+		if err := ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		req, err := decodeChat(ctx, w, r)
 		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if err := ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -94,6 +110,12 @@ func (s *server) handleChat() http.HandlerFunc {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 		}
 
+		if budget.Remaining(ctx) < s.MinUpstreamTime {
+			// Too little time is left for an answer: no tokens are spent on
+			// a call that would be cut.
+			s.fail(w, r, errNoTimeForUpstream)
+			return
+		}
 		areq := aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
 		if wantsStream(r) {
 			s.stream(w, r.WithContext(ctx), areq, fit)
@@ -162,7 +184,7 @@ func (s *server) fit(ctx context.Context, req ChatRequest, material []prompt.Sou
 	if err := s.Tokens.Wait(ctx); err != nil {
 		return prompt.Result{}, err
 	}
-	res, err := prompt.Fit(s.Tokens, in, lim)
+	res, err := prompt.FitContext(ctx, s.Tokens, in, lim)
 	if err != nil {
 		return res, fmt.Errorf("fit prompt: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
@@ -42,7 +43,10 @@ var (
 	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}
 	// errBodyLate: the deadline came while the body was still arriving. A
 	// 500, like every other deadline: the same upload would be as slow again.
-	errBodyLate = &Error{http.StatusInternalServerError, "deadline_exceeded", "The request took too long to arrive, so it was stopped. Check the network connection, or send smaller documents."}
+	// errNoTimeForUpstream: after reading the material and fitting the
+	// prompt, less than MinUpstreamTime was left.
+	errNoTimeForUpstream = &Error{http.StatusInternalServerError, "deadline_exceeded", "Reading the documents and pages and preparing the question took most of the time, so the AI service was not asked. Try fewer or smaller documents, or allow more time."}
+	errBodyLate          = &Error{http.StatusInternalServerError, "deadline_exceeded", "The request took too long to arrive, so it was stopped. Check the network connection, or send smaller documents."}
 )
 
 // codeClientGone marks, in the log only, a request whose caller went away.
@@ -74,6 +78,9 @@ func toAnswer(err error) answer {
 		callErr *caller.Error
 	)
 	switch {
+	case errors.Is(err, admission.ErrOverloaded):
+		return answer{status: http.StatusServiceUnavailable, code: "overloaded", retryAfter: admission.RetryAfter,
+			msg: "The service is busy with other requests. Try again in a moment."}
 	case errors.As(err, &apiErr):
 		return answer{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
 	case errors.As(err, &callErr):
@@ -214,7 +221,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	a := toAnswer(err)
 	rec.code = a.code
 	h := w.Header()
-	if a.status == http.StatusTooManyRequests {
+	if a.status == http.StatusTooManyRequests || a.retryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(a.retryAfter), 1), 10))
 		ms := a.retryAfter.Milliseconds()
 		if ms <= 0 {

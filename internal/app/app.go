@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
+	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/caller"
@@ -112,6 +113,8 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		TPM:                 cfg.TPM,
 		FetchTimeout:        cfg.FetchTimeout,
 		ExtractTimeout:      cfg.ExtractTimeout,
+		MinUpstreamTime:     cfg.MinUpstreamTime,
+		Admission:           admission.New(cfg.MaterialInFlight),
 		AllowedOrigins:      cfg.AllowedOrigins,
 		Version:             version,
 

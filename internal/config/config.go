@@ -82,6 +82,16 @@ type Config struct {
 	// extraction (FETCH_TIMEOUT, EXTRACT_TIMEOUT, default 15 s each); both
 	// are also cut to the request's own deadline.
 	FetchTimeout, ExtractTimeout time.Duration
+	// MaterialInFlight is the process-wide limit, in bytes, on the material
+	// (bodies, decoded documents, extracted text, as package admission
+	// estimates it) held for requests in flight (MATERIAL_IN_FLIGHT_MB,
+	// default 640 MiB: room for the runtime and the collector's headroom on
+	// a 2 GB instance). Past it: 503 overloaded.
+	MaterialInFlight int64
+	// MinUpstreamTime is the least time that must be left to call Azure
+	// OpenAI (MIN_UPSTREAM_TIME, default 3 s); with less, the answer is
+	// 500 deadline_exceeded without spending tokens.
+	MinUpstreamTime time.Duration
 
 	// AllowedOrigins are the browser origins allowed by CORS
 	// (ALLOWED_ORIGINS, comma-separated; one `*` wildcard allowed in the
@@ -146,6 +156,8 @@ func Load(getenv func(string) string) (Config, error) {
 		TPM:                 integer("DEPLOYMENT_TPM", 0, 0, 1_000_000_000),
 		FetchTimeout:        duration("FETCH_TIMEOUT", 15*time.Second),
 		ExtractTimeout:      duration("EXTRACT_TIMEOUT", 15*time.Second),
+		MaterialInFlight:    int64(integer("MATERIAL_IN_FLIGHT_MB", 640, 128, 1<<20)) << 20,
+		MinUpstreamTime:     duration("MIN_UPSTREAM_TIME", 3*time.Second),
 	}
 
 	switch v := get("AZURE_OPENAI_ENDPOINT"); {
@@ -175,6 +187,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.FastFailure >= c.Budget {
 		bad("FAST_FAILURE_THRESHOLD", "%s must be below REQUEST_BUDGET (%s)", c.FastFailure, c.Budget)
+	}
+	if c.MinUpstreamTime >= c.Budget {
+		bad("MIN_UPSTREAM_TIME", "%s must be below REQUEST_BUDGET (%s)", c.MinUpstreamTime, c.Budget)
 	}
 	if c.ClientTimeoutMargin >= c.Budget {
 		bad("CLIENT_TIMEOUT_MARGIN", "%s must be below REQUEST_BUDGET (%s)", c.ClientTimeoutMargin, c.Budget)

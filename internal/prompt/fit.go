@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"cmp"
+	"context"
 	"runtime"
 	"slices"
 	"strings"
@@ -27,6 +28,10 @@ type fitter struct {
 
 	header  int // tokens of sourcesHeader
 	sources []source
+
+	// ctx ends the counting: every count returns early once it is done,
+	// and Fit reports ctx's cause instead of a result.
+	ctx context.Context
 
 	turns   []int // tokens of each message, framing included, once counted
 	starts  []int // indexes where a droppable group of history turns starts, oldest first
@@ -59,8 +64,9 @@ type source struct {
 // prompt, the header and the question. Sources longer than maxBytes are cut
 // to maxBytes before anything else: they cannot fit whole, and counting
 // megabytes of a document only to cut it costs seconds.
-func newFitter(c *tokens.Counter, in Input, maxBytes int) *fitter {
+func newFitter(ctx context.Context, c *tokens.Counter, in Input, maxBytes int) *fitter {
 	f := &fitter{
+		ctx:      ctx,
 		c:        c,
 		in:       in,
 		reply:    c.Prompt(nil),
@@ -80,7 +86,7 @@ func newFitter(c *tokens.Counter, in Input, maxBytes int) *fitter {
 	}
 	last := len(in.Messages) - 1
 	f.turns = make([]int, len(in.Messages))
-	f.turns[last] = c.Message(in.Messages[last])
+	f.turns[last] = c.MessageContext(ctx, in.Messages[last])
 	for i, m := range in.Messages[:last] {
 		// A group is a user turn with the replies that follow it, so that
 		// dropping the oldest group never leaves a reply without its
@@ -135,7 +141,7 @@ func (f *fitter) tokens(st state) int {
 func (f *fitter) marker(s string) int {
 	n, ok := f.markers[s]
 	if !ok {
-		n = f.c.Text(s)
+		n = f.c.TextContext(f.ctx, s)
 		f.markers[s] = n
 	}
 	return n
@@ -167,6 +173,9 @@ func (f *fitter) fit(maxPrompt int) {
 		next := order[k : k+n]
 		k += n
 		f.countSources(next)
+		if f.ctx.Err() != nil {
+			return
+		}
 		for _, i := range next {
 			st := f.st
 			st.kept++
@@ -188,6 +197,9 @@ func (f *fitter) fit(maxPrompt int) {
 			size += f.size(lo)
 		}
 		f.countTurns(f.starts[lo], f.end(hi-1))
+		if f.ctx.Err() != nil {
+			return
+		}
 		for g := hi - 1; g >= lo; g-- {
 			st := f.st
 			st.group = g
@@ -236,7 +248,7 @@ func (f *fitter) countSources(idx []int) {
 	}
 	each(len(idx), size, func(j int) {
 		s := &f.sources[idx[j]]
-		s.tokens = f.c.Text(s.unit)
+		s.tokens = f.c.TextContext(f.ctx, s.unit)
 	})
 }
 
@@ -247,7 +259,7 @@ func (f *fitter) countTurns(lo, hi int) {
 		size += len(m.Content)
 	}
 	each(hi-lo, size, func(j int) {
-		f.turns[lo+j] = f.c.Message(f.in.Messages[lo+j])
+		f.turns[lo+j] = f.c.MessageContext(f.ctx, f.in.Messages[lo+j])
 	})
 }
 
@@ -286,7 +298,7 @@ func (f *fitter) shorten(i, over int) {
 	s := &f.sources[i]
 	target := s.tokens - over
 	end := shortenedEnd(s.n)
-	keep := target - f.c.Text(s.begin+end)
+	keep := target - f.c.TextContext(f.ctx, s.begin+end)
 	if keep < MinShortened {
 		return
 	}
@@ -297,7 +309,7 @@ func (f *fitter) shorten(i, over int) {
 	if perToken := len(text)/max(s.tokens, 1) + 1; (keep+64)*perToken*2 < len(text) {
 		text = prefix(text, (keep+64)*perToken*2)
 	}
-	ends := f.c.Ends(text)
+	ends := f.c.EndsContext(f.ctx, text)
 	if keep >= len(ends) {
 		return
 	}
@@ -307,7 +319,7 @@ func (f *fitter) shorten(i, over int) {
 	for keep >= MinShortened {
 		cut := ends[keep-1]
 		unit := s.begin + prefix(s.text, cut) + end
-		n := f.c.Text(unit)
+		n := f.c.TextContext(f.ctx, unit)
 		if n <= target {
 			s.unit, s.tokens, s.shortened, s.kept = unit, n, true, true
 			f.st.kept++

@@ -24,6 +24,7 @@
 package prompt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -136,9 +137,17 @@ type Result struct {
 // ErrInvalidLimits when a limit is out of range. Fit does not modify in.
 //
 // A big request is counted on up to GOMAXPROCS goroutines, all finished
-// before Fit returns. Fit takes no context: it is bounded (about a token limit's
-// worth of text, at 2-7 MB/s a core) and does not block.
+// before Fit returns. Fit is bounded (about a token limit's worth of text,
+// at 2-7 MB/s a core, which is seconds when many requests share the cores);
+// FitContext also stops when its context ends.
 func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
+	return FitContext(context.Background(), c, in, lim)
+}
+
+// FitContext is Fit that stops counting once ctx ends, and then returns
+// ctx's cause (context.Cause), so a request whose time runs out while its
+// prompt is fitted answers at its deadline, not seconds later.
+func FitContext(ctx context.Context, c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if len(in.Messages) == 0 {
 		return Result{}, ErrNoQuestion
 	}
@@ -153,7 +162,10 @@ func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 	if lim.TPM > 0 {
 		maxPrompt = min(maxPrompt, lim.TPM-lim.MaxTokens)
 	}
-	f := newFitter(c, in, max(maxPrompt, 0)*maxBytesPerToken)
+	f := newFitter(ctx, c, in, max(maxPrompt, 0)*maxBytesPerToken)
+	if ctx.Err() != nil {
+		return Result{}, context.Cause(ctx)
+	}
 	minimal := f.tokens(f.minimal())
 	question := f.turns[len(f.turns)-1] - c.Message(tokens.Message{Role: in.Messages[len(in.Messages)-1].Role})
 
@@ -164,5 +176,8 @@ func Fit(c *tokens.Counter, in Input, lim Limits) (Result, error) {
 		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
 	}
 	f.fit(maxPrompt)
+	if ctx.Err() != nil {
+		return Result{}, context.Cause(ctx)
+	}
 	return f.result(), nil
 }

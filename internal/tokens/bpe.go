@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"context"
 	"math"
 
 	"github.com/dlclark/regexp2/v2"
@@ -32,12 +33,19 @@ type bpe struct {
 
 // each calls yield with the byte length of every token of input, in order.
 // Invalid UTF-8 is tokenized as the library does (ErrorModeNone).
-func (c *bpe) each(input string, yield func(n int)) error {
+// ctx is checked every stopEvery pieces: once it ends, each stops and
+// returns its error.
+func (c *bpe) each(ctx context.Context, input string, yield func(n int)) error {
 	match, err := c.split.FindStringMatch(input)
 	if err != nil {
 		return err
 	}
-	for match != nil {
+	for pieces := 1; match != nil; pieces++ {
+		if pieces%stopEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		piece := match.String()
 		if _, ok := c.vocabulary[piece]; ok {
 			yield(len(piece))
@@ -53,6 +61,10 @@ func (c *bpe) each(input string, yield func(n int)) error {
 	}
 	return nil
 }
+
+// stopEvery is how many pieces each splits between checks of its context:
+// a few hundred microseconds of work.
+const stopEvery = 1024
 
 type part struct {
 	offset int
