@@ -110,9 +110,10 @@ func (s *server) handleChat() http.HandlerFunc {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 		}
 
-		if budget.Remaining(ctx) < s.MinUpstreamTime {
+		if budget.Remaining(ctx) < min(s.MinUpstreamTime, budget.RequestTime(ctx)/4) {
 			// Too little time is left for an answer: no tokens are spent on
-			// a call that would be cut.
+			// a call that would be cut. A request given little time in all
+			// (a caller in a hurry) needs a quarter of it, not the floor.
 			s.fail(w, r, errNoTimeForUpstream)
 			return
 		}
