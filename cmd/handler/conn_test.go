@@ -22,7 +22,8 @@ import (
 
 // running is the real run on a real socket, against the simulator.
 type running struct {
-	addr   string
+	addr     string
+	upstream chan struct{} // a request reached the simulator
 	logs   chan map[string]any // the request lines, in order
 	cancel context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
 	done   chan error          // run's result
@@ -32,7 +33,12 @@ type running struct {
 // waits until it listens.
 func startRun(t *testing.T, env map[string]string) *running {
 	t.Helper()
-	sim := httptest.NewServer(aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+	upstream := make(chan struct{}, 100)
+	aoai := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		upstream <- struct{}{}
+		aoai.ServeHTTP(w, req)
+	}))
 	t.Cleanup(sim.Close)
 	settings := map[string]string{
 		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
@@ -46,7 +52,7 @@ func startRun(t *testing.T, env map[string]string) *running {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stdoutR, stdoutW := io.Pipe()
-	r := &running{logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
+	r := &running{upstream: upstream, logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		r.done <- run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
@@ -173,7 +179,15 @@ func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
 
 	stalledAt := time.Now()
 	stalled := r.dial(t, giveUp)
-	_, err := fmt.Fprintf(stalled, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// Expect: 100-continue, so that the server's "go on" says the handler
+	// is reading the body: the request is in flight before SIGTERM.
+	_, err := fmt.Fprintf(stalled, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	stalledR := bufio.NewReader(stalled)
+	goOn, err := http.ReadResponse(stalledR, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, goOn.StatusCode)
+	_, err = fmt.Fprintf(stalled, "{")
 	require.NoError(t, err)
 
 	slow := make(chan *http.Response, 1)
@@ -186,6 +200,7 @@ func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
 		}
 		slow <- resp
 	}()
+	<-r.upstream // the slow request is in flight, upstream
 
 	idle := r.dial(t, giveUp)
 	_, err = fmt.Fprintf(idle, "GET /api/health HTTP/1.1\r\nHost: timebox\r\n\r\n")
@@ -211,7 +226,6 @@ func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
 		t.Fatal("run did not return within the longest budget in flight plus a second")
 	}
 
-	stalledR := bufio.NewReader(stalled)
 	resp, err = http.ReadResponse(stalledR, nil)
 	require.NoError(t, err, "the stalled request was answered")
 	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
