@@ -23,10 +23,10 @@ import (
 // running is the real run on a real socket, against the simulator.
 type running struct {
 	addr     string
-	upstream chan struct{} // a request reached the simulator
-	logs   chan map[string]any // the request lines, in order
-	cancel context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
-	done   chan error          // run's result
+	upstream chan struct{}       // a request reached the simulator
+	logs     chan map[string]any // the request lines, in order
+	cancel   context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
+	done     chan error          // run's result
 }
 
 // startRun starts run with env over a simulator and test defaults, and
