@@ -3,7 +3,11 @@ package extract
 import (
 	"archive/zip"
 	"bytes"
-	"compress/zlib"
+	"compress/flate"
+	"encoding/binary"
+	"hash"
+	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"runtime"
 	"strings"
@@ -15,20 +19,73 @@ import (
 )
 
 // Files that are small on the wire and huge once read: one token or element
-// of 60 MiB, under the 64 MiB expansion cap. They are generated here by
-// streaming a repeated chunk through the compressor, so that neither the
-// test nor the repository holds the 60 MiB; each is built once per test
-// binary.
+// of 60 MiB, under the 64 MiB expansion cap. They are generated here, so
+// that the repository does not hold them, and built once per test binary.
 
 const hugeSize = 60 << 20
 
-// repeatTo writes chunk repeatedly until size bytes are written.
-func repeatTo(w io.Writer, chunk []byte, size int) {
-	for left := size; left > 0; left -= len(chunk) {
-		if _, err := w.Write(chunk[:min(len(chunk), left)]); err != nil {
+// deflated is head, then size bytes of the repeated chunk, then tail, as a
+// raw DEFLATE stream.
+type deflated struct {
+	raw               []byte
+	head, chunk, tail []byte
+	size              int // of the repeated part
+}
+
+// deflateRepeat builds a deflated without compressing 60 MiB (minutes under
+// the race detector): it compresses one 1 MiB chunk of the fill and repeats
+// the encoding. A chunk compressed by a fresh writer refers to nothing
+// before it, and a sync flush ends it on a byte boundary in a block that is
+// not the last, so its copies inflate to copies of the chunk.
+func deflateRepeat(head, fill, tail string, size int) deflated {
+	d := deflated{head: []byte(head), chunk: bytes.Repeat([]byte(fill), (1<<20)/len(fill)), tail: []byte(tail), size: size}
+	piece := func(p []byte, last bool) []byte {
+		var b bytes.Buffer
+		fw, err := flate.NewWriter(&b, flate.DefaultCompression)
+		if err != nil {
 			panic(err)
 		}
+		_, _ = fw.Write(p)
+		if last {
+			err = fw.Close()
+		} else {
+			err = fw.Flush()
+		}
+		if err != nil {
+			panic(err)
+		}
+		return b.Bytes()
 	}
+	var raw bytes.Buffer
+	raw.Write(piece(d.head, false))
+	full := piece(d.chunk, false)
+	for range size / len(d.chunk) {
+		raw.Write(full)
+	}
+	raw.Write(piece(d.chunk[:size%len(d.chunk)], false))
+	raw.Write(piece(d.tail, true))
+	d.raw = raw.Bytes()
+	return d
+}
+
+// inflatedSize is the length of what d inflates to.
+func (d deflated) inflatedSize() int { return len(d.head) + d.size + len(d.tail) }
+
+// sum is h's check sum of what d inflates to, which readers verify at the
+// end of the stream (zip's CRC-32, zlib's Adler-32).
+func (d deflated) sum(h hash.Hash32) uint32 {
+	_, _ = h.Write(d.head)
+	for left := d.size; left > 0; left -= len(d.chunk) {
+		_, _ = h.Write(d.chunk[:min(len(d.chunk), left)])
+	}
+	_, _ = h.Write(d.tail)
+	return h.Sum32()
+}
+
+// zlibBytes wraps d as a zlib stream, as a PDF FlateDecode stream holds it.
+func (d deflated) zlibBytes() []byte {
+	out := append([]byte{0x78, 0x9c}, d.raw...) // deflate, 32 KiB window, default level, no dictionary
+	return binary.BigEndian.AppendUint32(out, d.sum(adler32.New()))
 }
 
 // hugeDOCX is a DOCX whose document part is head, then size bytes of the
@@ -43,13 +100,15 @@ func hugeDOCX(head, fill, tail string, size int) []byte {
 		}
 		_, _ = io.WriteString(w, e.data)
 	}
-	w, err := zw.Create("word/document.xml")
+	d := deflateRepeat(head, fill, tail, size)
+	w, err := zw.CreateRaw(&zip.FileHeader{
+		Name: "word/document.xml", Method: zip.Deflate, CRC32: d.sum(crc32.NewIEEE()),
+		CompressedSize64: uint64(len(d.raw)), UncompressedSize64: uint64(d.inflatedSize()),
+	})
 	if err != nil {
 		panic(err)
 	}
-	_, _ = io.WriteString(w, head)
-	repeatTo(w, bytes.Repeat([]byte(fill), (1<<20)/len(fill)), size)
-	_, _ = io.WriteString(w, tail)
+	_, _ = w.Write(d.raw)
 	if err := zw.Close(); err != nil {
 		panic(err)
 	}
@@ -59,19 +118,11 @@ func hugeDOCX(head, fill, tail string, size int) []byte {
 // hugePDF is a one-page PDF whose content stream (deflated) is head, then
 // size bytes of the repeated fill, then tail.
 func hugePDF(head, fill, tail string, size int) []byte {
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	_, _ = io.WriteString(zw, head)
-	repeatTo(zw, bytes.Repeat([]byte(fill), (1<<20)/len(fill)), size)
-	_, _ = io.WriteString(zw, tail)
-	if err := zw.Close(); err != nil {
-		panic(err)
-	}
 	return buildPDF(
 		pdfObject{body: "<</Type/Catalog /Pages 2 0 R>>"},
 		pdfObject{body: "<</Type/Pages /Kids [3 0 R] /Count 1>>"},
 		pdfObject{body: "<</Type/Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources <</Font <</F1 5 0 R>>>> /Contents 4 0 R>>"},
-		pdfObject{dict: "/Filter /FlateDecode", stream: z.Bytes()},
+		pdfObject{dict: "/Filter /FlateDecode", stream: deflateRepeat(head, fill, tail, size).zlibBytes()},
 		pdfObject{body: helvetica},
 	)
 }
