@@ -36,8 +36,8 @@ func main() {
 	flag.IntVar(&c.coldRounds, "cold-rounds", 15, "cold starts per binary")
 	flag.IntVar(&c.latencyRounds, "latency-rounds", 5, "latency rounds per server")
 	flag.IntVar(&c.latencyN, "latency-requests", 400, "sequential requests per latency round")
-	flag.IntVar(&c.tputRounds, "throughput-rounds", 3, "throughput rounds per server")
-	flag.DurationVar(&c.tputTime, "throughput-time", 2*time.Second, "length of a throughput round")
+	flag.IntVar(&c.tputRounds, "throughput-rounds", 5, "throughput rounds per server")
+	flag.DurationVar(&c.tputTime, "throughput-time", 1500*time.Millisecond, "length of a throughput round")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients in a throughput round")
 	flag.IntVar(&c.memRounds, "memory-rounds", 1, "held-request memory rounds per server")
 	flag.IntVar(&c.held, "held", 5000, "requests held at once on the hanging upstream")
@@ -60,6 +60,10 @@ type server struct {
 	lat  []time.Duration
 	tput []float64
 	mem  []float64
+	// CPU time used and requests answered in the throughput rounds: the
+	// cost per request, which a busy machine disturbs less than req/s.
+	cpu  time.Duration
+	reqs int64
 }
 
 func run(ctx context.Context, c config) error {
@@ -116,12 +120,22 @@ func run(ctx context.Context, c config) error {
 	for range c.tputRounds {
 		for _, sv := range all {
 			cl := newClient(c.clients)
-			r, err := throughput(ctx, cl, sv.s.base, c.clients, c.tputTime)
+			cpu0, err := sv.s.cpu()
+			if err != nil {
+				return err
+			}
+			r, n, err := throughput(ctx, cl, sv.s.base, c.clients, c.tputTime)
 			cl.CloseIdleConnections()
 			if err != nil {
 				return fmt.Errorf("%s: %w", sv.name, err)
 			}
+			cpu1, err := sv.s.cpu()
+			if err != nil {
+				return err
+			}
 			sv.tput = append(sv.tput, r)
+			sv.cpu += cpu1 - cpu0
+			sv.reqs += n
 		}
 	}
 	for _, sv := range all {
@@ -175,6 +189,9 @@ func run(ctx context.Context, c config) error {
 			func(sv *server) float64 { return float64(median(sv.lat).Microseconds()) }, func(v float64) string { return fmt.Sprintf("%.0f us", v) }},
 		{fmt.Sprintf("throughput, %d clients (median round)", c.clients), "at least 0.90x",
 			func(sv *server) float64 { return median(sv.tput) }, func(v float64) string { return fmt.Sprintf("%.0f req/s", v) }},
+		{"CPU per request, in the throughput rounds (user + system)", "-",
+			func(sv *server) float64 { return float64(sv.cpu.Microseconds()) / float64(max(sv.reqs, 1)) },
+			func(v float64) string { return fmt.Sprintf("%.0f us", v) }},
 		{fmt.Sprintf("memory per in-flight request, %d held on a hanging upstream", c.held), "at most 1.0x",
 			func(sv *server) float64 { return median(sv.mem) / 1024 }, func(v float64) string { return fmt.Sprintf("%.1f KB", v) }},
 	}

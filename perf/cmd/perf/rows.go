@@ -65,8 +65,9 @@ func latencies(ctx context.Context, c *http.Client, base string, n int) ([]time.
 }
 
 // throughput runs clients concurrent callers for d and returns the
-// answered requests per second; any failure fails the round.
-func throughput(ctx context.Context, c *http.Client, base string, clients int, d time.Duration) (float64, error) {
+// answered requests per second and their number; any failure fails the
+// round.
+func throughput(ctx context.Context, c *http.Client, base string, clients int, d time.Duration) (float64, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var n atomic.Int64
@@ -90,9 +91,9 @@ func throughput(ctx context.Context, c *http.Client, base string, clients int, d
 	}
 	wg.Wait()
 	if failure != nil {
-		return 0, failure
+		return 0, 0, failure
 	}
-	return float64(n.Load()) / time.Since(t).Seconds(), nil
+	return float64(n.Load()) / time.Since(t).Seconds(), n.Load(), nil
 }
 
 // heldMemory starts bin afresh, warms it with a few answered requests,

@@ -111,3 +111,25 @@ func (s *subject) rss() (int64, error) {
 	}
 	return 0, errors.New("no VmRSS in /proc/<pid>/status (make perf needs Linux)")
 }
+
+// cpu is the CPU time the subject has used so far (user and system), from
+// /proc/<pid>/stat in clock ticks of 10 ms.
+func (s *subject) cpu() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name (which may hold spaces): state is
+	// the first, utime the 12th, stime the 13th.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, errors.New("unreadable /proc/<pid>/stat")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	k, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("unreadable /proc/<pid>/stat")
+	}
+	return time.Duration(u+k) * 10 * time.Millisecond, nil
+}
