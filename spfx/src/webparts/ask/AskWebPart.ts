@@ -1,20 +1,22 @@
 import * as React from 'react';
 import * as ReactDom from 'react-dom';
 import { Version } from '@microsoft/sp-core-library';
-import { type IPropertyPaneConfiguration, PropertyPaneTextField } from '@microsoft/sp-property-pane';
+import { type IPropertyPaneConfiguration, PropertyPaneTextField, PropertyPaneToggle } from '@microsoft/sp-property-pane';
 import { BaseClientSideWebPart } from '@microsoft/sp-webpart-base';
 import { AadHttpClient } from '@microsoft/sp-http';
 import * as strings from 'AskWebPartStrings';
 
 import Ask, { type IAskProps } from './components/Ask';
 import { checkAppIdUri, checkFunctionAppUrl } from './settings';
-import { askOverAad, type Ask as AskCall } from './timebox';
+import { askOverAad, streamOverAadToken, type Ask as AskCall } from './timebox';
 
 export interface IAskWebPartProps {
   /** The Function App's base URL, e.g. https://contoso-timebox.azurewebsites.net. */
   functionAppUrl: string;
   /** The Function App's app registration: its application ID URI (api://...) or client ID. */
   appIdUri: string;
+  /** Stream answers (fetch with a token from AadTokenProvider) or not (AadHttpClient). Default true. */
+  stream?: boolean;
 }
 
 export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> {
@@ -31,9 +33,13 @@ export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> 
     const url = (this.properties.functionAppUrl ?? '').trim();
     const app = (this.properties.appIdUri ?? '').trim();
     if (checkFunctionAppUrl(url) !== '' || checkAppIdUri(app) !== '') return undefined;
-    const key = `${url}\n${app}`;
+    const stream = this.properties.stream !== false;
+    const key = `${url}\n${app}\n${stream}`;
     if (!this.ask || this.askFor !== key) {
-      this.ask = askOverAad(this.context.aadHttpClientFactory, AadHttpClient.configurations.v1, url.replace(/\/+$/, ''), app);
+      const base = url.replace(/\/+$/, '');
+      this.ask = stream
+        ? streamOverAadToken(this.context.aadTokenProviderFactory, base, app)
+        : askOverAad(this.context.aadHttpClientFactory, AadHttpClient.configurations.v1, base, app);
       this.askFor = key;
     }
     return this.ask;
@@ -73,6 +79,11 @@ export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> 
                   description: strings.AppIdUriDescription,
                   onGetErrorMessage: checkAppIdUri,
                   deferredValidationTime: 300,
+                }),
+                PropertyPaneToggle('stream', {
+                  label: strings.StreamLabel,
+                  onText: strings.StreamDescription,
+                  offText: strings.StreamDescription,
                 }),
               ],
             },

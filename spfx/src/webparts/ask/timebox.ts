@@ -1,14 +1,49 @@
 // The one place the web part meets SPFx's HTTP stack: @timebox/client's
-// spfxTransport over AadHttpClient. Type-checked against the real
+// aadTokenTransport over SPFx's AadTokenProvider (streamed answers), or its
+// spfxTransport over AadHttpClient (whole answers). Type-checked against the real
 // @microsoft/sp-http declarations, so a change on either side that breaks the
 // fit fails the build. Only types are imported here: the web part hands in
 // AadHttpClient.configurations.v1, so the tests can run this module outside
 // SharePoint (SPFx's runtime packages need SharePoint's own modules).
-import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory } from '@microsoft/sp-http';
-import { TimeboxClient, spfxTransport, type AttemptEvent, type ChatResponse } from '@timebox/client';
+import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, AadTokenProvider, AadTokenProviderFactory } from '@microsoft/sp-http';
+import { TimeboxClient, aadTokenTransport, spfxTransport, type AttemptEvent, type ChatResponse, type DeltaHandler } from '@timebox/client';
 
-/** What the component needs to ask a question: the call, cancellable, reporting every attempt. */
-export type Ask = (question: string, options: { signal: AbortSignal; onAttempt: (e: AttemptEvent) => void }) => Promise<ChatResponse>;
+/** What the component needs to ask a question: the call, cancellable, reporting every attempt (and every piece, when it streams). */
+export type Ask = (
+  question: string,
+  options: { signal: AbortSignal; onAttempt: (e: AttemptEvent) => void; onDelta: DeltaHandler },
+) => Promise<ChatResponse>;
+
+/** A timebox client that sends every request with fetch and a token from SPFx's AadTokenProvider, so answers can stream. */
+export function timeboxOverAadToken(provider: AadTokenProvider, appIdUri: string, functionAppUrl: string): TimeboxClient {
+  return new TimeboxClient({ baseUrl: functionAppUrl, transport: aadTokenTransport(provider, appIdUri) });
+}
+
+/**
+ * The web part's streaming Ask: AadHttpClient reads a response whole, so the
+ * answer streams through fetch with a token from SharePoint's
+ * AadTokenProvider (the same token AadHttpClient would send, after the same
+ * approval). The text appears as it is written; the rule is the client's
+ * (a fast failure before the first piece is retried, nothing after it).
+ */
+export function streamOverAadToken(
+  factory: Pick<AadTokenProviderFactory, 'getTokenProvider'>,
+  functionAppUrl: string,
+  appIdUri: string,
+): Ask {
+  let client: Promise<TimeboxClient> | undefined;
+  return async (question, { signal, onAttempt, onDelta }) => {
+    if (!client) {
+      const pending = factory.getTokenProvider().then((provider) => timeboxOverAadToken(provider, appIdUri, functionAppUrl));
+      pending.catch(() => {
+        if (client === pending) client = undefined;
+      });
+      client = pending;
+    }
+    const timebox = await client;
+    return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta });
+  };
+}
 
 /** A timebox client that sends every request through AadHttpClient (which adds Authorization: Bearer). */
 export function timeboxOverAad(aad: AadHttpClient, configuration: AadHttpClientConfiguration, functionAppUrl: string): TimeboxClient {

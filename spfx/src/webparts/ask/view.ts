@@ -35,12 +35,17 @@ export interface AskView {
   attempts: number;
   endedAt?: number;
   rows: TimelineRow[];
+  /** The answer, or the text so far while it streams, or the text a failed stream had delivered. */
   answer?: string;
+  /** True once the first piece of the answer arrived (nothing is retried after it). */
+  streaming: boolean;
+  /** True when the answer is the part a failed call had written. */
+  partial: boolean;
   requestId?: string;
   error?: ErrorView;
 }
 
-export const idle: AskView = { phase: 'idle', startedAt: 0, lastEventAt: 0, lastWaitMs: 0, attempts: 0, rows: [] };
+export const idle: AskView = { phase: 'idle', startedAt: 0, lastEventAt: 0, lastWaitMs: 0, attempts: 0, rows: [], streaming: false, partial: false };
 
 /** A duration as the demo page writes it: 850 ms, 2.35 s, 31.4 s. */
 export function duration(ms: number): string {
@@ -75,9 +80,14 @@ export function attempted(v: AskView, e: AttemptEvent, now: number): AskView {
   return { ...v, rows: [...v.rows, row], attempts: e.attempt, lastEventAt: now, lastWaitMs: e.retry ? e.waitMs : 0 };
 }
 
+/** A piece of the answer arrived (onDelta): the text so far replaces what was shown. */
+export function streamed(v: AskView, answerSoFar: string): AskView {
+  return v.phase === 'running' ? { ...v, streaming: true, answer: answerSoFar } : v;
+}
+
 /** The call resolved with an answer. */
 export function answered(v: AskView, r: ChatResponse, now: number): AskView {
-  return { ...v, phase: 'answered', endedAt: now, answer: r.answer, requestId: r.requestId };
+  return { ...v, phase: 'answered', endedAt: now, answer: r.answer, partial: false, requestId: r.requestId };
 }
 
 /** The call rejected: a TimeboxError (the readable kind), the caller's own cancel, or anything else. */
@@ -90,9 +100,13 @@ export function failed(v: AskView, err: unknown, now: number, cancelled: boolean
       last && last.kind === 'cancelled'
         ? v.rows
         : [...v.rows, { attempt: v.attempts + 1, status: '', elapsed: '', decision: strings.CancelledBeforeSent, wait: '', code: '', kind: 'cancelled' }];
-    return { ...v, phase: 'cancelled', endedAt: now, rows, error: { message: strings.CancelledMessage } };
+    // Text that had streamed stays, marked as incomplete.
+    return { ...v, phase: 'cancelled', endedAt: now, rows, partial: !!v.answer, error: { message: strings.CancelledMessage } };
   }
-  return { ...v, phase: 'failed', endedAt: now, error: errorView(err) };
+  // What the model had written before the call failed (a stream cut off, or the budget's partial answer) stays on screen.
+  const partial = err instanceof TimeboxError && err.partial && err.partial.answer ? err.partial.answer : undefined;
+  const answer = partial !== undefined ? partial : v.answer;
+  return { ...v, phase: 'failed', endedAt: now, answer, partial: !!answer, error: errorView(err) };
 }
 
 /** The readable error for anything a call can reject with. */
@@ -114,6 +128,7 @@ export function statusLine(v: AskView, now: number): string {
     case 'running': {
       const waitEnds = v.lastEventAt + v.lastWaitMs;
       if (now < waitEnds) return format(strings.StateWaiting, String(v.attempts + 1), duration(waitEnds - now), total);
+      if (v.streaming) return format(strings.StateStreaming, String(v.attempts + 1), duration(now - waitEnds), total);
       return format(strings.StateRunning, String(v.attempts + 1), duration(now - waitEnds), total);
     }
     case 'answered':

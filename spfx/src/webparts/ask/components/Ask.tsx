@@ -3,7 +3,7 @@ import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextFi
 import * as strings from 'AskWebPartStrings';
 
 import type { Ask as AskCall } from '../timebox';
-import { answered, attempted, failed, idle, started, statusLine, type AskView, type TimelineRow } from '../view';
+import { answered, attempted, failed, idle, started, statusLine, streamed, type AskView, type TimelineRow } from '../view';
 
 export interface IAskProps {
   /** The configured call, or undefined while the property pane lacks the URL or the app ID URI. */
@@ -19,6 +19,7 @@ const classes = mergeStyleSets({
   stop: { color: '#a4262c' },
   cancelled: { color: '#605e5c' },
   answer: { whiteSpace: 'pre-wrap' },
+  partial: { fontStyle: 'italic', color: '#605e5c' },
 });
 
 /** Cancelling with this reason tells the view the user (or the page) ended the call. */
@@ -60,7 +61,11 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
     setView(started(Date.now()));
     setNow(Date.now());
     try {
-      const r = await ask(question.trim(), { signal: c.signal, onAttempt: (e) => mounted.current && setView((v) => attempted(v, e, Date.now())) });
+      const r = await ask(question.trim(), {
+        signal: c.signal,
+        onAttempt: (e) => mounted.current && setView((v) => attempted(v, e, Date.now())),
+        onDelta: (_piece, soFar) => mounted.current && setView((v) => streamed(v, soFar)),
+      });
       if (!c.signal.aborted) setView((v) => answered(v, r, Date.now()));
     } catch (err) {
       if (mounted.current) setView((v) => failed(v, err, Date.now(), c.signal.aborted));
@@ -106,7 +111,8 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
           <Stack horizontal tokens={{ childrenGap: 8 }} verticalAlign="center">
             <PrimaryButton type="submit" text={strings.AskButton} disabled={running || question.trim() === ''} />
             <DefaultButton text={strings.CancelButton} onClick={cancel} disabled={!running} />
-            <span role="status" data-phase={view.phase}>
+            {/* A timer, not a status: its text changes every tick, so it is not announced (the answer and the error are). */}
+            <span role="timer" data-phase={view.phase}>
               {statusLine(view, now)}
             </span>
           </Stack>
@@ -114,6 +120,12 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
       </form>
 
       {view.rows.length > 0 && <Timeline rows={view.rows} />}
+
+      {/* Announced once it is complete, not piece by piece while it streams. */}
+      <section aria-label={strings.AnswerHeading} aria-live="polite" aria-busy={running} className={classes.answer}>
+        {view.answer}
+        {view.partial && <div className={classes.partial}>{strings.PartialLabel}</div>}
+      </section>
 
       {view.error && (
         <MessageBar messageBarType={view.phase === 'cancelled' ? MessageBarType.info : MessageBarType.error} isMultiline>
@@ -127,9 +139,6 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
         </MessageBar>
       )}
 
-      <section aria-label={strings.AnswerHeading} aria-live="polite" aria-atomic="true" className={classes.answer}>
-        {view.answer}
-      </section>
     </Stack>
   );
 }

@@ -18,8 +18,12 @@ declare interface IAskWebPartStrings {
   ColumnWait: string;
   ColumnCode: string;
   AnswerHeading: string;
+  PartialLabel: string;
+  StreamLabel: string;
+  StreamDescription: string;
   StateIdle: string;
   StateRunning: string;
+  StateStreaming: string;
   StateWaiting: string;
   StateAnswered: string;
   StateFailed: string;

@@ -1,11 +1,11 @@
 import * as React from 'react';
 import type { ChatResponse } from '@timebox/client';
-import { act, fireEvent, render, screen, within } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { setIconOptions } from '@fluentui/react';
 
 import Ask from '../components/Ask';
-import { askOverAad } from '../timebox';
-import { aadHttpClientFactory, configurationV1 } from './aadHttpClient';
+import { askOverAad, streamOverAadToken } from '../timebox';
+import { aadHttpClientFactory, aadTokenProviderFactory, configurationV1 } from './aadHttpClient';
 import { TimeboxServer, type Exchange } from './server';
 
 const APP_ID_URI = 'api://contoso-timebox';
@@ -58,7 +58,7 @@ async function settled(text: RegExp | string): Promise<HTMLElement> {
 const rows = (): string[][] =>
   within(screen.getByRole('table')).getAllByRole('row').slice(1).map((r) => within(r).getAllByRole('cell').map((c) => c.textContent ?? ''));
 
-describe('the Ask web part', () => {
+describe('the Ask web part over AadHttpClient (whole answers)', () => {
   it('sends the question through AadHttpClient with the token for the app and shows the answer in a live region', async () => {
     renderAsk();
     const ex = await ask('  What is the leave policy?  ');
@@ -73,7 +73,7 @@ describe('the Ask web part', () => {
     const answer = await settled('Twenty-five days a year.');
     expect(answer.closest('[aria-live="polite"]')).not.toBeNull();
     expect(rows()).toEqual([['1', '200', expect.stringMatching(/ms|s$/), 'success', '', '']]);
-    expect(screen.getByRole('status').textContent).toMatch(/^Answered in /);
+    expect(screen.getByRole('timer').textContent).toMatch(/^Answered in /);
     expect(screen.getByRole('button', { name: 'Cancel' })).toHaveProperty('disabled', true);
   });
 
@@ -99,7 +99,7 @@ describe('the Ask web part', () => {
     expect(error.closest('[role="alert"], .ms-MessageBar')).not.toBeNull();
     expect(screen.getByText('req-429')).toBeTruthy();
     expect(rows()).toEqual([['1', '429', expect.any(String), 'stop: wait_too_long', '40.0 s', 'rate_limited']]);
-    expect(screen.getByRole('status').textContent).toMatch(/^Failed after /);
+    expect(screen.getByRole('timer').textContent).toMatch(/^Failed after /);
     expect(screen.getByRole('button', { name: 'Ask' })).toHaveProperty('disabled', false);
   });
 
@@ -151,5 +151,76 @@ describe('the Ask web part', () => {
     render(<Ask ask={undefined} />);
     await settled(/Set the Function App URL and its application ID URI/);
     expect(screen.queryByRole('button', { name: 'Ask' })).toBeNull();
+  });
+});
+
+const answerText = (): string => screen.getByRole('region', { name: 'Answer' }).textContent ?? '';
+
+describe('the Ask web part over AadTokenProvider and fetch (streamed answers)', () => {
+  function renderStreaming(): ReturnType<typeof render> {
+    return render(<Ask ask={streamOverAadToken(aadTokenProviderFactory(resources), server.url, APP_ID_URI)} tickMs={60_000} />);
+  }
+
+  it('shows the text as it is written, before the answer is complete, with the token for the app', async () => {
+    renderStreaming();
+    const ex = await ask('Tell me a story');
+    expect(ex.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(ex.headers.accept).toBe('text/event-stream');
+    expect(JSON.parse(ex.body)).toEqual({ messages: [{ role: 'user', content: 'Tell me a story' }] });
+    expect(resources).toEqual([APP_ID_URI]);
+
+    const s = ex.stream();
+    s.event('delta', { text: 'Once upon' });
+    await waitFor(() => expect(answerText()).toBe('Once upon'));
+    expect(screen.getByRole('timer').textContent).toMatch(/^Attempt 1 streaming the answer: /);
+    expect(screen.getByRole('button', { name: 'Cancel' })).toHaveProperty('disabled', false);
+
+    s.event('delta', { text: ' a time.' });
+    s.event('done', ok('Once upon a time.', 'req-stream'));
+    s.end();
+    await settled(/^Answered in /);
+    expect(answerText()).toBe('Once upon a time.');
+    expect(rows()).toEqual([['1', '200', expect.any(String), 'success', '', '']]);
+  });
+
+  it('keeps the text so far, marked incomplete, with the readable reason under it when the stream ends in an error', async () => {
+    renderStreaming();
+    const ex = await ask('A long essay');
+    const s = ex.stream();
+    s.event('delta', { text: 'The first half' });
+    s.event('error', {
+      error: { code: 'deadline_exceeded', message: 'The AI service did not answer in time, so the request was stopped.', requestId: 'req-deadline' },
+      partial: true,
+    });
+    s.end();
+    await settled('The AI service did not answer in time, so the request was stopped.');
+    expect(answerText()).toBe('The first halfIncomplete: the answer stopped here.');
+    expect(screen.getByText('req-deadline')).toBeTruthy();
+    expect(rows()).toEqual([['1', '200', expect.any(String), 'stop: stream_failed', '', 'deadline_exceeded']]);
+  });
+
+  it('retries a fast 503 before the first piece, then streams', async () => {
+    renderStreaming();
+    const first = await ask('hello');
+    first.reply(503, { error: { code: 'upstream_unavailable', message: 'The AI service is briefly unavailable. Try again in a moment.', requestId: 'r1' } }, { 'retry-after-ms': '5' });
+    const s = (await arrived()).stream();
+    s.event('delta', { text: 'Hi.' });
+    s.event('done', ok('Hi.'));
+    s.end();
+    await settled(/^Answered in /);
+    expect(rows().map((r) => r[3])).toEqual(['retry', 'success']);
+  });
+
+  it('cancels a stream in flight: the connection closes and the text so far stays, marked incomplete', async () => {
+    renderStreaming();
+    const ex = await ask('A long essay');
+    const s = ex.stream();
+    s.event('delta', { text: 'Partly' });
+    await waitFor(() => expect(answerText()).toBe('Partly'));
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    await act(() => ex.abandoned);
+    await settled(/^Cancelled after /);
+    expect(answerText()).toBe('PartlyIncomplete: the answer stopped here.');
+    expect(rows()).toEqual([['1', '200', expect.any(String), 'cancelled by the user', '', '']]);
   });
 });

@@ -9,7 +9,9 @@
 // included) and resolve with the response whatever its status. Its parameters
 // are typed with the real declarations; the production code is compiled
 // against the real class (timebox.ts).
-import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, IHttpClientOptions } from '@microsoft/sp-http';
+import type {
+  AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, AadTokenProvider, AadTokenProviderFactory, IHttpClientOptions,
+} from '@microsoft/sp-http';
 
 export class AadHttpClientStandIn {
   public constructor(
@@ -47,3 +49,14 @@ export function aadHttpClientFactory(tokensFor: string[]): Pick<AadHttpClientFac
 
 /** What the web part passes as AadHttpClient.configurations.v1 (an opaque flag object to the client). */
 export const configurationV1 = {} as AadHttpClientConfiguration;
+
+/** An AadTokenProviderFactory whose provider records every resource a token was asked for. */
+export function aadTokenProviderFactory(tokensFor: string[]): Pick<AadTokenProviderFactory, 'getTokenProvider'> {
+  const provider = {
+    getToken(resource: string): Promise<string> {
+      tokensFor.push(resource);
+      return Promise.resolve(`token-for-${resource}`);
+    },
+  };
+  return { getTokenProvider: () => Promise.resolve(provider as unknown as AadTokenProvider) };
+}

@@ -13,8 +13,16 @@ export interface Exchange {
   body: string;
   /** Answers with a JSON body. */
   reply(status: number, body: unknown, headers?: Record<string, string>): void;
+  /** Starts a 200 text/event-stream answer, as timebox streams one. */
+  stream(): EventStream;
   /** Settles when the client goes away before an answer (an abort closes the connection). */
   abandoned: Promise<void>;
+}
+
+/** A Server-Sent Events answer the test writes event by event. */
+export interface EventStream {
+  event(name: string, data: unknown): void;
+  end(): void;
 }
 
 export class TimeboxServer {
@@ -52,7 +60,7 @@ export class TimeboxServer {
   }
 
   private arrive(req: http.IncomingMessage, res: http.ServerResponse, body: string): void {
-    let answered = false;
+    let answered = false; // the answer is complete: a close after it is not an abandon
     const e: Exchange = {
       method: req.method ?? '',
       url: req.url ?? '',
@@ -62,6 +70,17 @@ export class TimeboxServer {
         answered = true;
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(json));
+      },
+      stream() {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-request-id': 'req-stream' });
+        res.flushHeaders();
+        return {
+          event: (name, data) => res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
+          end: () => {
+            answered = true;
+            res.end();
+          },
+        };
       },
       abandoned: new Promise((resolve) => res.on('close', () => (answered ? undefined : resolve()))),
     };

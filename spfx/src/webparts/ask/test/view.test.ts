@@ -1,6 +1,6 @@
 import { TimeboxError, type AttemptEvent, type ChatResponse } from '@timebox/client';
 
-import { answered, attempted, duration, errorView, failed, started, statusLine } from '../view';
+import { answered, attempted, duration, errorView, failed, started, statusLine, streamed } from '../view';
 
 const event = (e: Partial<AttemptEvent>): AttemptEvent => ({
   attempt: 1, status: 200, elapsedMs: 120, decision: 'success', retry: false, waitMs: 0, timeout: false, ...e,
@@ -88,5 +88,38 @@ describe('errors', () => {
     v = failed(v, new DOMException('Cancelled by the user.', 'AbortError'), 1600, true);
     expect(v.rows[1]).toEqual({ attempt: 2, status: '', elapsed: '', decision: 'cancelled by the user (before it was sent)', wait: '', code: '', kind: 'cancelled' });
     expect(statusLine(v, 9999)).toBe('Cancelled after 1.60 s.');
+  });
+});
+
+describe('a streamed answer', () => {
+  it('shows the text so far and says the answer is arriving', () => {
+    const v = streamed(streamed(started(0), 'Once'), 'Once upon');
+    expect(v.answer).toBe('Once upon');
+    expect(statusLine(v, 1500)).toBe('Attempt 1 streaming the answer: 1.50 s (total 1.50 s).');
+  });
+
+  it('replaces the text with the whole answer when it is done', () => {
+    const v = answered(streamed(started(0), 'Once upon'), { ...response, answer: 'Once upon a time.' }, 2000);
+    expect(v).toMatchObject({ phase: 'answered', answer: 'Once upon a time.', partial: false });
+  });
+
+  it("keeps the failed call's partial text, marked partial, with the readable message", () => {
+    const err = new TimeboxError('The AI service did not answer in time.', {
+      status: 200, code: 'deadline_exceeded', attempts: 1, elapsedMs: 200_000, timeout: true, reason: 'stream_failed', partial: { answer: 'The first half' },
+    });
+    const v = failed(streamed(started(0), 'The first'), err, 200_000, false);
+    expect(v).toMatchObject({ phase: 'failed', answer: 'The first half', partial: true, error: { message: 'The AI service did not answer in time.' } });
+  });
+
+  it('keeps what had streamed when the user cancels, and ignores pieces after the call ended', () => {
+    let v = streamed(started(0), 'Partly');
+    v = failed(v, new DOMException('Cancelled by the user.', 'AbortError'), 900, true);
+    expect(v).toMatchObject({ phase: 'cancelled', answer: 'Partly', partial: true });
+    expect(streamed(v, 'Partly more')).toBe(v);
+  });
+
+  it('marks nothing partial when nothing had arrived', () => {
+    const v = failed(started(0), new Error('token refused'), 10, false);
+    expect(v).toMatchObject({ phase: 'failed', answer: undefined, partial: false });
   });
 });
