@@ -174,6 +174,28 @@ func upstreamAnswer(e *aoai.Error) answer {
 	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 }
 
+// The retry hints of an answer: what it tells a client's retry rule besides
+// its status. The JSON answer carries them as headers (retry-after-ms,
+// Retry-After, x-should-retry), a stream's error event before its first
+// delta as fields (apiwire.StreamError), so that both are judged alike.
+
+// retryAfterMs is the wait an answer asks for, in ms: a 429's (at least
+// 1 s when Azure named none) or any other answer's that names one (the 503
+// overloaded); 0 when there is none.
+func (a answer) retryAfterMs() int64 {
+	if a.status != http.StatusTooManyRequests && a.retryAfter <= 0 {
+		return 0
+	}
+	if ms := a.retryAfter.Milliseconds(); ms > 0 {
+		return ms
+	}
+	return 1000
+}
+
+// shouldRetry is false on every answer the rule does not retry: clients
+// retry only what the rule retries (after the wait, for a 429).
+func (a answer) shouldRetry() bool { return retry.Retryable(a.status) }
+
 func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
@@ -221,20 +243,14 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	a := toAnswer(err)
 	rec.code = a.code
 	h := w.Header()
-	if a.status == http.StatusTooManyRequests || a.retryAfter > 0 {
+	if ms := a.retryAfterMs(); ms > 0 {
 		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(a.retryAfter), 1), 10))
-		ms := a.retryAfter.Milliseconds()
-		if ms <= 0 {
-			ms = 1000
-		}
 		h.Set("retry-after-ms", strconv.FormatInt(ms, 10))
 	}
 	if a.challenge != "" {
 		h.Set("WWW-Authenticate", a.challenge)
 	}
-	// Clients retry only what the rule retries (after Retry-After for a
-	// 429); every other answer says so.
-	if !retry.Retryable(a.status) {
+	if !a.shouldRetry() {
 		h.Set("x-should-retry", "false")
 	}
 	stampTiming(w, r)

@@ -18,18 +18,13 @@ import (
 var errAnswerFiltered = &Error{http.StatusBadRequest, "content_filtered",
 	"The rest of the answer was blocked by the content filter."}
 
-// streamError is the data of a stream's error event. Partial says that the
-// deltas before it were all of the answer there will be.
-type streamError struct {
-	Error   apiwire.Error `json:"error"`
-	Partial bool          `json:"partial"`
-}
-
 // stream answers as server-sent events: a delta per piece of the answer as
 // it arrives, then done (the same object as the JSON 200) or error. Until
 // the first event or keep-alive, a failure is the ordinary JSON error with
 // its status, so a fast failure stays retryable by status; after that it is
-// an error event, and nothing is retried.
+// an error event: before the first delta one that carries that status and
+// its retry hints (judged by the client's rule as the JSON answer would
+// be), after it one that is never retried.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request, fit prompt.Result) {
 	ctx := r.Context()
 	rec := recordFrom(ctx)
@@ -68,10 +63,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		a := toAnswer(err)
 		rec.code = a.code
 		s.countTokens(rec, generated, es.delivered())
-		es.last(eventError, streamError{
-			Error:   apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(ctx)},
-			Partial: true,
-		})
+		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
 	default:
 		es.last(eventDone, chatResponse(ctx, resp, fit))
 	}
@@ -80,6 +72,20 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		rec.code = codeClientGone
 		s.countTokens(rec, generated, es.delivered())
 	}
+}
+
+// streamError is the data of the error event for answer a. Before the
+// first delta (only a keep-alive went out) it carries the status and retry
+// hints of the JSON answer the caller would otherwise have had: the attempt
+// failed before its first token, and the client's rule judges it as that
+// answer. After a delta nothing is retried, so it carries none.
+func streamError(ctx context.Context, a answer, partial bool) apiwire.StreamError {
+	e := apiwire.StreamError{Error: apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(ctx)}, Partial: partial}
+	if !partial {
+		shouldRetry := a.shouldRetry()
+		e.Status, e.RetryAfterMs, e.ShouldRetry = a.status, a.retryAfterMs(), &shouldRetry
+	}
+	return e
 }
 
 // countTokens puts on the log line the completion tokens the caller was

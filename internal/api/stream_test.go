@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -102,15 +103,10 @@ func (s streamed) of(typ string) []sseEvent {
 
 func (s streamed) last() sseEvent { return s.events[len(s.events)-1] }
 
-type streamErrorData struct {
-	Error   apiwire.Error `json:"error"`
-	Partial bool          `json:"partial"`
-}
-
-func decodeStreamError(t *testing.T, ev sseEvent) streamErrorData {
+func decodeStreamError(t *testing.T, ev sseEvent) apiwire.StreamError {
 	t.Helper()
 	require.Equal(t, "error", ev.typ, ev.data)
-	var e streamErrorData
+	var e apiwire.StreamError
 	require.NoError(t, json.Unmarshal([]byte(ev.data), &e))
 	return e
 }
@@ -274,6 +270,8 @@ func TestMidStreamFaults(t *testing.T) {
 				e := decodeStreamError(t, last)
 				assert.Equal(t, tt.wantCode, e.Error.Code)
 				assert.True(t, e.Partial)
+				assert.Zero(t, e.Status, "after a delta no status for a retry rule to read")
+				assert.Nil(t, e.ShouldRetry)
 				synctest.Wait()
 				assert.Equal(t, 1, h.sim.Stats().Requests, "no retry after the first token")
 			})
@@ -362,21 +360,60 @@ func TestStreamIsAskedForWithAccept(t *testing.T) {
 	}
 }
 
-// A failure after the first keep-alive but before the first delta: the
-// stream has started, so it is an error event with the failure's own code
-// (not a status a client could retry by).
-func TestStreamFailureAfterAKeepAliveIsAnErrorEvent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, nil, aoaitest.Options{})
-		s := h.stream(context.Background(), ask("[[sim:status code=503 after=20000]] hello"))
-		assertStreamHeaders(t, s.resp)
-		require.Len(t, s.events, 2)
-		assert.Equal(t, "keep-alive", s.events[0].comment)
-		assert.Equal(t, 15*time.Second, s.events[0].at)
-		e := decodeStreamError(t, s.events[1])
-		assert.Equal(t, 20*time.Second, s.events[1].at)
-		assert.Equal(t, "upstream_unavailable", e.Error.Code)
-		assert.Empty(t, s.of("delta"))
-		assert.Equal(t, 1, h.sim.Stats().Requests)
-	})
+// An upstream that fails before its first token, but after a keep-alive
+// has committed the 200, ends the stream with an error event that says
+// what the JSON answer would have: its status, its retry-after-ms and its
+// x-should-retry, so that the client's rule judges both alike (fast 503:
+// retryable; the same at 40 s: a timeout; a throttle: its wait). Each case
+// is asked twice of the same handler, streamed and not, and the event is
+// compared with the JSON answer's status and headers.
+func TestStreamFailureAfterAKeepAliveCarriesTheJSONAnswersStatusAndHints(t *testing.T) {
+	tests := []struct {
+		directive       string
+		at              time.Duration
+		wantStatus      int
+		wantCode        string
+		wantShouldRetry bool
+		wantRetryAfter  int64
+	}{
+		{"[[sim:status code=503 after=20000]]", 20 * time.Second, 503, "upstream_unavailable", true, 0},
+		{"[[sim:status code=503 after=40000]]", 40 * time.Second, 500, "upstream_error", false, 0}, // slow: a timeout
+		{"[[sim:throttle s=50 after=20000]]", 20 * time.Second, 429, "rate_limited", true, 50_000}, // 50 s does not fit the caller's 60 s
+		{"[[sim:reset after=20000]]", 20 * time.Second, 502, "upstream_error", true, 0},
+		{"[[sim:filter after=20000]]", 20 * time.Second, 400, "content_filtered", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.directive, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil, aoaitest.Options{})
+				s := h.stream(context.Background(), ask(tt.directive+" hello"), "x-client-timeout-ms", "60000")
+				assertStreamHeaders(t, s.resp)
+				require.Len(t, s.events, int(tt.at/(15*time.Second))+1, "keep-alives, then the error")
+				assert.Equal(t, "keep-alive", s.events[0].comment)
+				assert.Equal(t, 15*time.Second, s.events[0].at)
+				assert.Equal(t, tt.at, s.last().at)
+				e := decodeStreamError(t, s.last())
+				assert.False(t, e.Partial, "no delta came before it")
+				assert.Equal(t, tt.wantCode, e.Error.Code)
+				assert.Equal(t, tt.wantStatus, e.Status)
+				require.NotNil(t, e.ShouldRetry)
+				assert.Equal(t, tt.wantShouldRetry, *e.ShouldRetry)
+				assert.Equal(t, tt.wantRetryAfter, e.RetryAfterMs)
+
+				w := h.do(chatRequest(ask(tt.directive+" hello"), "x-client-timeout-ms", "60000"))
+				var body apiwire.ErrorBody
+				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+				assert.Equal(t, w.Code, e.Status, "the JSON answer's status")
+				assert.Equal(t, body.Error.Code, e.Error.Code)
+				assert.Equal(t, body.Error.Message, e.Error.Message)
+				assert.Equal(t, w.Header().Get("x-should-retry") != "false", *e.ShouldRetry, "the JSON answer's x-should-retry")
+				ms := w.Header().Get("retry-after-ms")
+				if e.RetryAfterMs == 0 {
+					assert.Empty(t, ms)
+				} else {
+					assert.Equal(t, strconv.FormatInt(e.RetryAfterMs, 10), ms, "the JSON answer's retry-after-ms")
+				}
+			})
+		})
+	}
 }

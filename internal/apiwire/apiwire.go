@@ -28,3 +28,24 @@ type PartialAnswer struct {
 	Answer           string `json:"answer"`
 	CompletionTokens int    `json:"completionTokens"`
 }
+
+// StreamError is the data of a stream's error event (docs/api.md,
+// "Streaming"), the last event of a stream that ends without its answer.
+type StreamError struct {
+	Error Error `json:"error"`
+	// Partial is true when pieces of the answer (delta events) came before
+	// the error: they are all of it there will be, and asking again would
+	// start, and bill, another answer, so nothing is retried. False when
+	// none came: the attempt failed before its first token, only a
+	// keep-alive had committed the 200, and the fields below are what the
+	// JSON answer would have said, for the client's retry rule to judge it
+	// exactly as that answer.
+	Partial bool `json:"partial"`
+	// Status is the HTTP status of the JSON answer; only when Partial is false.
+	Status int `json:"status,omitempty"`
+	// RetryAfterMs is its retry-after-ms header (a 429's wait); 0 when none.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
+	// ShouldRetry is false where its x-should-retry header says false;
+	// only when Partial is false.
+	ShouldRetry *bool `json:"shouldRetry,omitempty"`
+}
