@@ -219,3 +219,43 @@ func TestStackStreamIsNotRetriedAfterTheFirstPiece(t *testing.T) {
 		})
 	}
 }
+
+// An upstream 503 at 20 s comes after the server's 15 s keep-alive, so as
+// an error event, not a status: it failed fast and before its first
+// token, and the rule retries it as it would the JSON 503.
+func TestStackStreamRetriesAFast503AfterAKeepAlive(t *testing.T) {
+	writes, errOut, n, _, err := streamTheStack(t, "[[sim:status code=503 after=20000 times=1 id=cli-keepalive]] Count to 3, with a comma between each number, no newlines and a period at the end.")
+	require.NoError(t, err, errOut)
+	assert.EqualValues(t, 2, n)
+	assert.Equal(t, "1, 2, 3.\n", joined(writes))
+	assert.Regexp(t, `^attempt 1: status 503 upstream_unavailable in 20s -> retry after \S+\nattempt 2: status 200 in \S+ -> success\n`, errOut)
+}
+
+// Failures after a keep-alive that the rule does not retry: the 503 at
+// 40 s is slow (the server says 500, x-should-retry false), and a throttle
+// the server waited out once and that came back 40 s after sending is slow
+// by the client's own clock, whatever its status.
+func TestStackStreamDoesNotRetryASlowFailureAfterAKeepAlive(t *testing.T) {
+	tests := []struct {
+		question   string
+		wantStatus int
+		wantCode   string
+		wantReason retry.Reason
+	}{
+		{"[[sim:status code=503 after=40000]] hi", 500, "upstream_error", retry.ReasonNotRetryable},
+		{"[[sim:throttle s=20 after=10000]] hi", 429, "rate_limited", retry.ReasonSlowFailure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wantCode, func(t *testing.T) {
+			writes, errOut, n, elapsed, err := streamTheStack(t, tt.question)
+			var ce *client.CallError
+			require.ErrorAs(t, err, &ce, errOut)
+			assert.EqualValues(t, 1, n)
+			assert.Equal(t, tt.wantStatus, ce.Status)
+			assert.Equal(t, tt.wantCode, ce.Code)
+			assert.Equal(t, tt.wantReason, ce.Reason)
+			assert.Equal(t, 40*time.Second, elapsed)
+			assert.Empty(t, joined(writes))
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/tmaxmax/go-sse"
 
@@ -22,16 +23,12 @@ func isEventStream(resp *http.Response) bool {
 	return resp.StatusCode == http.StatusOK && mt == "text/event-stream"
 }
 
-// streamError is the data of the error event.
-type streamError struct {
-	Error   apiwire.Error `json:"error"`
-	Partial bool          `json:"partial"`
-}
-
 // readStream reads a stream to its done or error event, handing each delta
 // to onDelta. It returns status 200 and the done event's data as the body;
-// a streamErr once a piece of the answer has been handed on; or, for a
-// stream lost before any, status 0 and the error, for the rule to judge.
+// a streamErr once a piece of the answer has been handed on; for an error
+// event before any (partial: false), the status, headers and body of the
+// JSON answer it stands for; or, for a stream lost before any, status 0
+// and the error: the last two for the rule to judge.
 func readStream(resp *http.Response, onDelta func(string)) attemptResult {
 	defer resp.Body.Close()
 	r := attemptResult{header: resp.Header}
@@ -58,8 +55,15 @@ read:
 			r.status, r.body = http.StatusOK, []byte(ev.Data)
 			return r
 		case "error":
-			var e streamError
+			var e apiwire.StreamError
 			_ = json.Unmarshal([]byte(ev.Data), &e)
+			if !begun && !e.Partial && e.Status >= 400 {
+				// Failed before its first token, after a keep-alive: the
+				// attempt is the JSON answer the event stands for.
+				r.status, r.header = e.Status, failedHeader(resp.Header, e)
+				r.errBody = apiwire.ErrorBody{Error: e.Error}
+				return r
+			}
 			r.streamErr = &CallError{Status: http.StatusOK, Code: e.Error.Code, Message: e.Error.Message,
 				RequestID: cmp(e.Error.RequestID, requestID), Reason: retry.ReasonNotRetryable,
 				Timeout: e.Error.Code == "deadline_exceeded"}
@@ -79,6 +83,22 @@ read:
 			Message: fmt.Sprintf("The connection was lost in the middle of the answer (%v); what arrived is above.", r.err)}
 	}
 	return r
+}
+
+// failedHeader is the header of the JSON answer that the error event e,
+// sent before the first delta, stands for: the stream's own (x-request-id)
+// with e's retry hints as the headers the JSON answer carries, so that the
+// rule judges both alike.
+func failedHeader(h http.Header, e apiwire.StreamError) http.Header {
+	h = h.Clone()
+	h.Del("Content-Type")
+	if e.RetryAfterMs > 0 {
+		h.Set("retry-after-ms", strconv.FormatInt(e.RetryAfterMs, 10))
+	}
+	if e.ShouldRetry != nil && !*e.ShouldRetry {
+		h.Set("x-should-retry", "false")
+	}
+	return h
 }
 
 func cmp(v, def string) string {
