@@ -61,3 +61,63 @@ func TestStreamLostBeforeTheFirstPieceIsRetried(t *testing.T) {
 		assert.EqualValues(t, 3, n.Load(), "every attempt the rule allows")
 	})
 }
+
+// early serves a stream that fails before its first delta: a keep-alive,
+// then after 20 s the error event with data; a second request gets done.
+// It records when each request came.
+func early(t *testing.T, data string) (*client.Client, *[]time.Duration) {
+	var at []time.Duration
+	start := time.Now()
+	_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at = append(at, time.Since(start))
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if len(at) > 1 {
+			_, _ = w.Write([]byte("event: delta\ndata: {\"text\":\"hi\"}\n\nevent: done\ndata: {\"answer\":\"hi\"}\n\n"))
+			return
+		}
+		_, _ = w.Write([]byte(": keep-alive\n\n"))
+		_ = http.NewResponseController(w).Flush()
+		time.Sleep(20 * time.Second)
+		_, _ = w.Write([]byte("event: error\ndata: " + data + "\n\n"))
+	}))
+	return &client.Client{BaseURL: "http://app.test", HTTP: hc, Policy: retry.Policy{MaxAttempts: 3}, Timeout: 5 * time.Minute, AttemptTimeout: 230 * time.Second}, &at
+}
+
+// The hints of an error event before the first delta are the JSON
+// answer's headers to the rule: shouldRetry false stops it, whatever the
+// status, and retryAfterMs is the wait.
+func TestStreamErrorBeforeTheFirstDeltaCarriesTheRetryHints(t *testing.T) {
+	t.Run("shouldRetry false", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, at := early(t, `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"partial":false,"status":503,"shouldRetry":false}`)
+			_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(string) {})
+			var ce *client.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, retry.ReasonShouldNotRetry, ce.Reason)
+			assert.Equal(t, 503, ce.Status)
+			assert.Equal(t, "upstream_unavailable", ce.Code)
+			assert.Len(t, *at, 1)
+		})
+	})
+	t.Run("retryAfterMs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, at := early(t, `{"error":{"code":"rate_limited","message":"m","requestId":"r"},"partial":false,"status":429,"shouldRetry":true,"retryAfterMs":7000}`)
+			var got string
+			_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(s string) { got += s })
+			require.NoError(t, err)
+			assert.Equal(t, "hi", got)
+			assert.Equal(t, []time.Duration{0, 27 * time.Second}, *at, "retried 7 s after the event at 20 s")
+		})
+	})
+	t.Run("partial true", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, at := early(t, `{"error":{"code":"upstream_error","message":"m","requestId":"r"},"partial":true}`)
+			_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(string) {})
+			var ce *client.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, retry.ReasonNotRetryable, ce.Reason, "an event that does not say partial: false is final")
+			assert.Len(t, *at, 1)
+		})
+	})
+}
