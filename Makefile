@@ -5,7 +5,7 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf fuzz sim start package clean
+.PHONY: run test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -54,6 +54,10 @@ bench:
 # PERF_BEFORE=<git revision> measures that revision's handler in the same rounds. Not part of make test.
 perf:
 	bash scripts/perf.sh
+
+# hostile: issue 7's memory rows (8 huge-run DOCX uploads, 16 maximum-size requests) against the real binary; peak RSS.
+hostile:
+	bash scripts/hostile.sh
 
 # fuzz: every fuzz target for FUZZTIME each (decoders, extractors, prompt fitting, simulator directives).
 fuzz:

@@ -3,6 +3,7 @@ package tokens
 import (
 	"context"
 	"math"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2/v2"
 	// The tokenizer's package registers code-generated engines for the
@@ -36,6 +37,46 @@ type bpe struct {
 // ctx is checked every stopEvery pieces: once it ends, each stops and
 // returns its error.
 func (c *bpe) each(ctx context.Context, input string, yield func(n int)) error {
+	for len(input) > 0 {
+		seg := segment(input)
+		if err := c.eachIn(ctx, input[:seg], yield); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		input = input[seg:]
+	}
+	return nil
+}
+
+// maxSegment bounds the input the split expression sees at once: a run of
+// letters with no space (a hostile document's "word" of megabytes) is one
+// match, and regexp2 cannot be stopped inside a match (1 MiB took 0.75 s).
+const maxSegment = 64 << 10
+
+// segment returns how much of input to split at once: all of it when it is
+// short; else up to maxSegment, cut before a space that follows a non-space
+// (where the split starts a new piece anyway, so the count is Azure's), or,
+// in a run with no such place, at a character boundary.
+func segment(input string) int {
+	if len(input) <= maxSegment {
+		return len(input)
+	}
+	for i := maxSegment; i > maxSegment/2; i-- {
+		if input[i] == ' ' && input[i-1] != ' ' && input[i-1] != '\n' {
+			return i
+		}
+	}
+	i := maxSegment
+	for i > 0 && !utf8.RuneStart(input[i]) {
+		i--
+	}
+	return i
+}
+
+// eachIn is each over one segment.
+func (c *bpe) eachIn(ctx context.Context, input string, yield func(n int)) error {
 	match, err := c.split.FindStringMatch(input)
 	if err != nil {
 		return err
@@ -50,9 +91,27 @@ func (c *bpe) each(ctx context.Context, input string, yield func(n int)) error {
 		if _, ok := c.vocabulary[piece]; ok {
 			yield(len(piece))
 		} else {
-			parts := c.mergePairs(piece)
-			for i := range len(parts) - 1 {
-				yield(parts[i+1].offset - parts[i].offset)
+			for len(piece) > 0 {
+				// A piece longer than maxPiece (a "word" of thousands of
+				// letters, as a hostile document makes) is merged a slice
+				// at a time: the merge holds 36 bytes per byte of its
+				// piece, and a 1 MiB piece cost 36 MB and a second. The
+				// count may then differ from Azure's by a token a slice.
+				cut := len(piece)
+				if cut > maxPiece {
+					cut = maxPiece
+					for cut > 0 && !utf8.RuneStart(piece[cut]) {
+						cut--
+					}
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				parts := c.mergePairs(piece[:cut])
+				for i := range len(parts) - 1 {
+					yield(parts[i+1].offset - parts[i].offset)
+				}
+				piece = piece[cut:]
 			}
 		}
 		if match, err = c.split.FindNextMatch(match); err != nil {
@@ -61,6 +120,9 @@ func (c *bpe) each(ctx context.Context, input string, yield func(n int)) error {
 	}
 	return nil
 }
+
+// maxPiece is the longest piece merged whole (see each).
+const maxPiece = 4 << 10
 
 // stopEvery is how many pieces each splits between checks of its context:
 // a few hundred microseconds of work.
