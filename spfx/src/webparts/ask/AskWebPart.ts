@@ -8,7 +8,7 @@ import * as strings from 'AskWebPartStrings';
 
 import Ask, { type IAskProps } from './components/Ask';
 import { checkAppIdUri, checkFunctionAppUrl } from './settings';
-import { askOverAad, streamOverAadToken, type Ask as AskCall } from './timebox';
+import { askFor, connectionKey, type Ask as AskCall } from './timebox';
 
 export interface IAskWebPartProps {
   /** The Function App's base URL, e.g. https://contoso-timebox.azurewebsites.net. */
@@ -21,26 +21,23 @@ export interface IAskWebPartProps {
 
 export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> {
   private ask: AskCall | undefined;
-  private askFor = '';
+  private askKey: string | undefined;
 
   public render(): void {
     const element: React.ReactElement<IAskProps> = React.createElement(Ask, { ask: this.currentAsk() });
     ReactDom.render(element, this.domElement);
   }
 
-  /** The call for the current properties; a new one (new token audience, new URL) when they change. */
+  /** The call for the current properties; a new one (new token audience, new URL, other path) when they change. */
   private currentAsk(): AskCall | undefined {
-    const url = (this.properties.functionAppUrl ?? '').trim();
-    const app = (this.properties.appIdUri ?? '').trim();
-    if (checkFunctionAppUrl(url) !== '' || checkAppIdUri(app) !== '') return undefined;
-    const stream = this.properties.stream !== false;
-    const key = `${url}\n${app}\n${stream}`;
-    if (!this.ask || this.askFor !== key) {
-      const base = url.replace(/\/+$/, '');
-      this.ask = stream
-        ? streamOverAadToken(this.context.aadTokenProviderFactory, base, app)
-        : askOverAad(this.context.aadHttpClientFactory, AadHttpClient.configurations.v1, base, app);
-      this.askFor = key;
+    const key = connectionKey(this.properties);
+    if (this.askKey !== key) {
+      this.ask = askFor(this.properties, {
+        aadHttpClientFactory: this.context.aadHttpClientFactory,
+        aadTokenProviderFactory: this.context.aadTokenProviderFactory,
+        aadHttpClientConfiguration: AadHttpClient.configurations.v1,
+      });
+      this.askKey = key;
     }
     return this.ask;
   }

@@ -6,6 +6,7 @@
 // AadHttpClient.configurations.v1, so the tests can run this module outside
 // SharePoint (SPFx's runtime packages need SharePoint's own modules).
 import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, AadTokenProvider, AadTokenProviderFactory } from '@microsoft/sp-http';
+import { checkAppIdUri, checkFunctionAppUrl } from './settings';
 import { TimeboxClient, aadTokenTransport, spfxTransport, type AttemptEvent, type ChatResponse, type DeltaHandler } from '@timebox/client';
 
 /** What the component needs to ask a question: the call, cancellable, reporting every attempt (and every piece, when it streams). */
@@ -74,4 +75,39 @@ export function askOverAad(
     const timebox = await client;
     return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt });
   };
+}
+
+/** The web part's properties that decide how it calls. */
+export interface ConnectionProperties {
+  functionAppUrl?: string;
+  appIdUri?: string;
+  /** Default true: stream through AadTokenProvider; false: whole answers through AadHttpClient. */
+  stream?: boolean;
+}
+
+/** What SharePoint gives the web part to reach an Entra ID-protected API (its context, and AadHttpClient.configurations.v1). */
+export interface SpfxServices {
+  aadHttpClientFactory: Pick<AadHttpClientFactory, 'getClient'>;
+  aadTokenProviderFactory: Pick<AadTokenProviderFactory, 'getTokenProvider'>;
+  aadHttpClientConfiguration: AadHttpClientConfiguration;
+}
+
+/**
+ * The Ask for the web part's properties, or undefined until the URL and the
+ * application ID URI both pass the property pane's checks (the web part then
+ * says what to set instead of showing the question box).
+ */
+export function askFor(p: ConnectionProperties, services: SpfxServices): Ask | undefined {
+  const url = (p.functionAppUrl ?? '').trim();
+  const app = (p.appIdUri ?? '').trim();
+  if (checkFunctionAppUrl(url) !== '' || checkAppIdUri(app) !== '') return undefined;
+  // The client drops a trailing slash itself.
+  return p.stream === false
+    ? askOverAad(services.aadHttpClientFactory, services.aadHttpClientConfiguration, url, app)
+    : streamOverAadToken(services.aadTokenProviderFactory, url, app);
+}
+
+/** Properties that call the same way share one Ask (and its client); a change makes a new one. */
+export function connectionKey(p: ConnectionProperties): string {
+  return JSON.stringify([(p.functionAppUrl ?? '').trim(), (p.appIdUri ?? '').trim(), p.stream !== false]);
 }

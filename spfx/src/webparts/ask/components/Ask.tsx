@@ -1,5 +1,5 @@
 import * as React from 'react';
-import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextField, mergeStyleSets } from '@fluentui/react';
+import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextField, getTheme, mergeStyleSets, type ITheme } from '@fluentui/react';
 import * as strings from 'AskWebPartStrings';
 
 import type { Ask as AskCall } from '../timebox';
@@ -12,15 +12,19 @@ export interface IAskProps {
   tickMs?: number;
 }
 
-const classes = mergeStyleSets({
-  timeline: { borderCollapse: 'collapse', width: '100%', selectors: { 'th, td': { textAlign: 'left', padding: '2px 8px' } } },
-  success: { color: '#107c10' },
-  retry: { color: '#8a6d00' },
-  stop: { color: '#a4262c' },
-  cancelled: { color: '#605e5c' },
-  answer: { whiteSpace: 'pre-wrap' },
-  partial: { fontStyle: 'italic', color: '#605e5c' },
-});
+// Colours from the site's theme (SharePoint loads it into Fluent UI's), not fixed ones, so dark themes work.
+function classNames(theme: ITheme): Record<'timeline' | 'success' | 'retry' | 'stop' | 'cancelled' | 'answer' | 'partial', string> {
+  const c = theme.semanticColors;
+  return mergeStyleSets({
+    timeline: { borderCollapse: 'collapse', width: '100%', selectors: { 'th, td': { textAlign: 'left', padding: '2px 8px' } } },
+    success: { color: c.successIcon },
+    retry: { color: c.warningIcon },
+    stop: { color: c.errorText },
+    cancelled: { color: c.bodySubtext },
+    answer: { whiteSpace: 'pre-wrap' },
+    partial: { fontStyle: 'italic', color: c.bodySubtext },
+  });
+}
 
 /** Cancelling with this reason tells the view the user (or the page) ended the call. */
 function cancelReason(message: string): DOMException {
@@ -33,6 +37,7 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
   const [now, setNow] = React.useState(() => Date.now());
   const controller = React.useRef<AbortController | undefined>(undefined);
   const running = view.phase === 'running';
+  const classes = React.useMemo(() => classNames(getTheme()), []);
 
   const mounted = React.useRef(true);
 
@@ -119,7 +124,7 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
         </Stack>
       </form>
 
-      {view.rows.length > 0 && <Timeline rows={view.rows} />}
+      {view.rows.length > 0 && <Timeline rows={view.rows} classes={classes} />}
 
       {/* Announced once it is complete, not piece by piece while it streams. */}
       <section aria-label={strings.AnswerHeading} aria-live="polite" aria-busy={running} className={classes.answer}>
@@ -143,7 +148,7 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
   );
 }
 
-function Timeline({ rows }: { rows: TimelineRow[] }): React.ReactElement {
+function Timeline({ rows, classes }: { rows: TimelineRow[]; classes: ReturnType<typeof classNames> }): React.ReactElement {
   return (
     <table className={classes.timeline}>
       <caption>{strings.TimelineCaption}</caption>
