@@ -42,6 +42,8 @@ export interface AskView {
   /** True when the answer is the part a failed call had written. */
   partial: boolean;
   requestId?: string;
+  /** What the answer cost and where the time went, as the demo page's details show it. */
+  details?: string;
   error?: ErrorView;
 }
 
@@ -87,7 +89,20 @@ export function streamed(v: AskView, answerSoFar: string): AskView {
 
 /** The call resolved with an answer. */
 export function answered(v: AskView, r: ChatResponse, now: number): AskView {
-  return { ...v, phase: 'answered', endedAt: now, answer: r.answer, partial: false, requestId: r.requestId };
+  return { ...v, phase: 'answered', endedAt: now, answer: r.answer, partial: false, requestId: r.requestId, details: answerDetails(r) };
+}
+
+/** "finish stop, 12 tokens (9 prompt + 3 completion), 1 upstream attempt, server 12 ms", plus what was cut to fit. */
+export function answerDetails(r: ChatResponse): string {
+  const u = r.usage;
+  const parts = [
+    format(strings.DetailsFinish, r.finishReason),
+    format(strings.DetailsTokens, String(u.totalTokens), String(u.promptTokens), String(u.completionTokens)),
+    format(r.upstreamAttempts === 1 ? strings.DetailsUpstreamOne : strings.DetailsUpstream, String(r.upstreamAttempts)),
+    format(strings.DetailsServer, duration(r.elapsedMs)),
+  ];
+  if (r.truncated) parts.push(strings.DetailsTruncated);
+  return parts.join(', ');
 }
 
 /** The call rejected: a TimeboxError (the readable kind), the caller's own cancel, or anything else. */

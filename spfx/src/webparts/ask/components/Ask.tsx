@@ -13,7 +13,7 @@ export interface IAskProps {
 }
 
 // Colours from the site's theme (SharePoint loads it into Fluent UI's), not fixed ones, so dark themes work.
-function classNames(theme: ITheme): Record<'timeline' | 'success' | 'retry' | 'stop' | 'cancelled' | 'answer' | 'partial', string> {
+function classNames(theme: ITheme): Record<'timeline' | 'success' | 'retry' | 'stop' | 'cancelled' | 'answer' | 'partial' | 'details', string> {
   const c = theme.semanticColors;
   return mergeStyleSets({
     timeline: { borderCollapse: 'collapse', width: '100%', selectors: { 'th, td': { textAlign: 'left', padding: '2px 8px' } } },
@@ -23,6 +23,7 @@ function classNames(theme: ITheme): Record<'timeline' | 'success' | 'retry' | 's
     cancelled: { color: c.bodySubtext },
     answer: { whiteSpace: 'pre-wrap' },
     partial: { fontStyle: 'italic', color: c.bodySubtext },
+    details: { color: c.bodySubtext, fontSize: theme.fonts.small.fontSize },
   });
 }
 
@@ -131,6 +132,12 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
         {view.answer}
         {view.partial && <div className={classes.partial}>{strings.PartialLabel}</div>}
       </section>
+
+      {view.details && (
+        <div className={classes.details}>
+          {view.details}; {strings.RequestIdLabel}: <code>{view.requestId}</code>
+        </div>
+      )}
 
       {view.error && (
         <MessageBar messageBarType={view.phase === 'cancelled' ? MessageBarType.info : MessageBarType.error} isMultiline>

@@ -33,6 +33,12 @@ define([], function () {
     Cancelled: 'cancelled by the user',
     CancelledBeforeSent: 'cancelled by the user (before it was sent)',
     CancelledMessage: 'You cancelled the question; nothing more will be sent.',
-    RequestIdLabel: 'Request ID'
+    RequestIdLabel: 'Request ID',
+    DetailsFinish: 'finish {0}',
+    DetailsTokens: '{0} tokens ({1} prompt + {2} completion)',
+    DetailsUpstream: '{0} upstream attempts',
+    DetailsUpstreamOne: '{0} upstream attempt',
+    DetailsServer: 'server {0}',
+    DetailsTruncated: 'material cut to fit the model'
   };
 });

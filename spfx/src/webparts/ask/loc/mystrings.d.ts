@@ -33,6 +33,12 @@ declare interface IAskWebPartStrings {
   CancelledBeforeSent: string;
   CancelledMessage: string;
   RequestIdLabel: string;
+  DetailsFinish: string;
+  DetailsTokens: string;
+  DetailsUpstream: string;
+  DetailsUpstreamOne: string;
+  DetailsServer: string;
+  DetailsTruncated: string;
 }
 
 declare module 'AskWebPartStrings' {

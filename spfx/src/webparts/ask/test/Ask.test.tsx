@@ -74,6 +74,8 @@ describe('the Ask web part over AadHttpClient (whole answers)', () => {
     expect(answer.closest('[aria-live="polite"]')).not.toBeNull();
     expect(rows()).toEqual([['1', '200', expect.stringMatching(/ms|s$/), 'success', '', '']]);
     expect(screen.getByRole('timer').textContent).toMatch(/^Answered in /);
+    expect(screen.getByText(/^finish stop, 12 tokens \(9 prompt \+ 3 completion\), 1 upstream attempt, server 12 ms/)).toBeTruthy();
+    expect(screen.getByText('req-ok')).toBeTruthy();
     expect(screen.getByRole('button', { name: 'Cancel' })).toHaveProperty('disabled', true);
   });
 

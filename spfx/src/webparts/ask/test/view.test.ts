@@ -1,6 +1,6 @@
 import { TimeboxError, type AttemptEvent, type ChatResponse } from '@timebox/client';
 
-import { answered, attempted, duration, errorView, failed, started, statusLine, streamed } from '../view';
+import { answerDetails, answered, attempted, duration, errorView, failed, started, statusLine, streamed } from '../view';
 
 const event = (e: Partial<AttemptEvent>): AttemptEvent => ({
   attempt: 1, status: 200, elapsedMs: 120, decision: 'success', retry: false, waitMs: 0, timeout: false, ...e,
@@ -57,6 +57,10 @@ describe('the running counter', () => {
     const v = answered(attempted(started(0), event({}), 1200), response, 1200);
     expect(statusLine(v, 99_999)).toBe('Answered in 1.20 s.');
     expect(v.answer).toBe('Forty-two.');
+    expect(v.details).toBe('finish stop, 3 tokens (1 prompt + 2 completion), 1 upstream attempt, server 100 ms');
+    expect(answerDetails({ ...response, upstreamAttempts: 2, truncated: true })).toBe(
+      'finish stop, 3 tokens (1 prompt + 2 completion), 2 upstream attempts, server 100 ms, material cut to fit the model',
+    );
   });
 });
 
