@@ -175,6 +175,29 @@ func TestEntraTokensThroughTheHandler(t *testing.T) {
 	}
 }
 
+// An Authorization of another scheme is no bearer token: the bare challenge
+// (RFC 6750 section 3.1: no error code for an unsupported method), so the
+// client learns the scheme; a Bearer header that is wrong is invalid_token.
+func TestEntraOtherSchemeGetsTheBareChallenge(t *testing.T) {
+	iss := newIssuer(t)
+	tests := []struct{ authorization, challenge string }{
+		{"Basic dXNlcjpwYXNz", "Bearer"},
+		{"Negotiate", "Bearer"},
+		{"Bearer", `Bearer error="invalid_token"`},
+		{"bearer garbage", `Bearer error="invalid_token"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.authorization, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, entraEnv(nil), aoaitest.Options{}, withIssuer(iss))
+				r := chatRequest(ask("hi"))
+				r.Header.Set("Authorization", tt.authorization)
+				assertRefused(t, h, h.do(r), http.StatusUnauthorized, "unauthenticated", tt.challenge, "")
+			})
+		})
+	}
+}
+
 // A rotation: the new key's kid is unknown to the warm cache; one refresh
 // finds it and the token is accepted.
 func TestEntraRotationIsAcceptedAfterOneRefresh(t *testing.T) {

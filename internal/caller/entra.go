@@ -186,7 +186,8 @@ func (e *Entra) Check(ctx context.Context, r *http.Request) (Caller, error) {
 }
 
 // bearer returns the token of an Authorization: Bearer header (the scheme in
-// any case, RFC 7235), and whether any Authorization was sent at all.
+// any case, RFC 7235), and whether a bearer token was attempted at all (a
+// Bearer header, however malformed, or more than one Authorization).
 func bearer(r *http.Request) (token string, sent bool) {
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
@@ -195,9 +196,12 @@ func bearer(r *http.Request) (token string, sent bool) {
 	if len(h) > 1 {
 		return "", true
 	}
-	scheme, token, ok := strings.Cut(h[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", true
+	scheme, token, _ := strings.Cut(h[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		// Another scheme (Basic, Negotiate, ...) is no bearer token at all:
+		// RFC 6750 section 3.1 asks for the bare challenge then, as for no
+		// header, so the client learns which scheme to use.
+		return "", false
 	}
 	return strings.TrimSpace(token), true
 }
