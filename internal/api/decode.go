@@ -182,7 +182,9 @@ func jsonKind(t reflect.Type) string {
 		return "an array"
 	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
 		return "an object"
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uintptr:
+		return "a whole number" // 1.5 and 1e3 are numbers, and refused
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
 		return "a number"
 	case t.Kind() == reflect.Bool:
 		return "true or false"

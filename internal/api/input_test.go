@@ -336,7 +336,9 @@ func FuzzDecode(f *testing.F) {
 // names for it.
 func TestDecodeNamesTheFieldAndItsType(t *testing.T) {
 	tests := []struct{ body, want string }{
-		{`{"maxTokens":"x"}`, `The field "maxTokens" must be a number.`},
+		{`{"maxTokens":"x"}`, `The field "maxTokens" must be a whole number.`},
+		{`{"maxTokens":1.5}`, `The field "maxTokens" must be a whole number.`},
+		{`{"maxTokens":1e3}`, `The field "maxTokens" must be a whole number.`},
 		{`{"messages":[{"role":5}]}`, `The field "messages.role" must be a string.`},
 		{`{"messages":{}}`, `The field "messages" must be an array.`},
 		{`{"documents":[{"data":5}]}`, `The field "documents.data" must be a base64 string.`},
