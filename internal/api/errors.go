@@ -87,7 +87,7 @@ func toAnswer(err error) answer {
 		return callerAnswer(callErr)
 	case errors.As(err, &maxErr):
 		return answer{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
-			msg: fmt.Sprintf("The request is larger than the %d bytes allowed.", maxErr.Limit)}
+			msg: fmt.Sprintf("The request is larger than the %s allowed. Send fewer or smaller documents.", sizeForPeople(maxErr.Limit))}
 	case errors.As(err, &step):
 		code := step.Step + "_timeout"
 		what := "Reading the page " + step.Name
@@ -267,4 +267,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// sizeForPeople writes a byte limit as an end user reads it: "16 MiB", not
+// "16777216 bytes".
+func sizeForPeople(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -99,7 +99,9 @@ func TestOversizedChunkedBodyIsRefusedWhileReading(t *testing.T) {
 		r.ContentLength = -1
 		w := h.do(r)
 		assert.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
-		assert.Equal(t, "body_too_large", decodeError(t, w).Error.Code)
+		e := decodeError(t, w).Error
+		assert.Equal(t, "body_too_large", e.Code)
+		assert.Equal(t, "The request is larger than the 16 MiB allowed. Send fewer or smaller documents.", e.Message, "the limit as people write it")
 		assertCORS(t, w.Header())
 	})
 }
