@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -183,13 +184,23 @@ func (s *server) fit(ctx context.Context, req ChatRequest, material []prompt.Sou
 	// Counting needs the vocabulary, which loads after the port opens; the
 	// first requests that count wait for it, within their deadline.
 	if err := s.Tokens.Wait(ctx); err != nil {
-		return prompt.Result{}, err
+		return prompt.Result{}, notAsked(ctx, err)
 	}
 	res, err := prompt.FitContext(ctx, s.Tokens, in, lim)
 	if err != nil {
-		return res, fmt.Errorf("fit prompt: %w", err)
+		return res, notAsked(ctx, fmt.Errorf("fit prompt: %w", err))
 	}
 	return res, nil
+}
+
+// notAsked marks an error of preparing the prompt that came from the
+// request's deadline: the answer then says the AI service was never asked,
+// not that it was slow (the clock that ran out was ours).
+func notAsked(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errNoTimeForUpstream, err)
+	}
+	return err
 }
 
 func dropped(r prompt.Result) *Truncated {
