@@ -1,6 +1,6 @@
 import { decide, serverWaitMs, type Decision, type HeaderReader, type Reason, type RetryPolicy } from './rule.js';
 import { raceAbort } from './abort.js';
-import { CallbackError, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
+import { CallbackError, FailedBeforeFirstPiece, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
 
 /** The response shape the client needs: the browser's Response and SPFx's HttpClientResponse both match it. */
 export interface ResponseLike {
@@ -273,7 +273,9 @@ export class TimeboxClient {
    * the same object as {@link chat} once the server sends `done`.
    *
    * Until the first piece arrives the rule is {@link chat}'s: a fast failure
-   * is retried. After it nothing is retried (the text would repeat): the call
+   * is retried, whether it comes as a status or, after a keep-alive, as an
+   * `error` event with `"partial": false` (judged by its status and hints,
+   * timed to the event). After it nothing is retried (the text would repeat): the call
    * rejects with a {@link TimeboxError} whose `partial.answer` holds the text
    * so far and whose `reason` is 'stream_failed'. The caller's signal ends
    * the stream and the connection, so the server cancels the upstream call.
@@ -401,6 +403,7 @@ export class TimeboxClient {
       let text = '';
       let result: { value: T } | undefined;
       let failure: StreamFailure | undefined;
+      let early: FailedBeforeFirstPiece | undefined;
       try {
         response = await raceAbort(transport(o.baseUrl + path, { method, headers, body: payload, signal: attemptAbort.signal }), attemptAbort.signal);
         // The reader honours the signal itself: once part of a stream was
@@ -415,6 +418,9 @@ export class TimeboxClient {
           throw err instanceof CallbackError ? err.error : signal?.reason;
         }
         if (err instanceof StreamFailure) failure = err;
+        // An error event before the first piece: judged below as the JSON
+        // answer it stands for.
+        else if (err instanceof FailedBeforeFirstPiece) early = err;
         // A network error (before or during the body, before any of the answer
         // was delivered) or the attempt's own timeout: both count as status 0
         // for the rule.
@@ -425,7 +431,7 @@ export class TimeboxClient {
       }
       const now = clock.now();
       const elapsedMs = now - t0;
-      const status = response?.status ?? 0;
+      const status = early?.status ?? response?.status ?? 0;
 
       if (result) {
         const requestId = str((result.value as { requestId?: unknown } | undefined)?.requestId) ?? response?.headers.get('x-request-id') ?? undefined;
@@ -452,15 +458,17 @@ export class TimeboxClient {
         throw new TimeboxError(failureMessage(details, timeoutMs), details);
       }
 
-      const parsed = parseJson(text);
-      const requestId = str(parsed?.error?.requestId) ?? str(parsed?.requestId) ?? response?.headers.get('x-request-id') ?? undefined;
+      // The failed answer: the JSON error, or what an early error event stands for.
+      const parsed = early ? early.body : parseJson(text);
+      const failedHeaders = early?.headers ?? response?.headers;
+      const requestId = str(parsed?.error?.requestId) ?? str(parsed?.requestId) ?? failedHeaders?.get('x-request-id') ?? undefined;
       const code = str(parsed?.error?.code);
       const decision = decide(policy, {
-        attempt, elapsedMs, status, headers: response?.headers ?? null, remainingMs: deadline - now, nowMs: now,
+        attempt, elapsedMs, status, headers: failedHeaders ?? null, remainingMs: deadline - now, nowMs: now,
       });
       notify({ attempt, status, elapsedMs, decision: decision.reason, retry: decision.retry, waitMs: decision.waitMs, timeout: decision.timeout || timedOut, requestId, code });
       if (!decision.retry) {
-        const retryAfterMs = serverWaitMs(response?.headers, now);
+        const retryAfterMs = serverWaitMs(failedHeaders, now);
         const details: TimeboxErrorDetails = {
           status,
           code: code ?? (response ? `http_${status}` : timedOut ? 'attempt_timeout' : 'network_error'),
@@ -475,7 +483,7 @@ export class TimeboxClient {
         const partial = partialAnswer(parsed?.partial);
         if (partial) details.partial = partial;
         // timebox names the wait in retry-after-ms wherever its message says when.
-        const serverSaysWhen = (response?.headers.get('retry-after-ms') ?? null) !== null;
+        const serverSaysWhen = (failedHeaders?.get('retry-after-ms') ?? null) !== null;
         throw new TimeboxError(readable(details, decision, timeoutMs, serverSaysWhen), details);
       }
       await sleep(clock, decision.waitMs, signal);

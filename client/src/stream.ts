@@ -2,12 +2,15 @@
  * The chat stream as timebox sends it (docs/api.md, "Streaming"):
  * `event: delta` / `data: {"text":"..."}` per piece, ending with
  * `event: done` / `data:` the JSON 200's object, or `event: error` /
- * `data: {"error":{"code","message","requestId"},"partial":true}`.
+ * `data: {"error":{"code","message","requestId"},"partial":true}` (before
+ * any delta: `"partial":false` with the JSON answer's `status`,
+ * `shouldRetry` and `retryAfterMs`).
  * Comments (`: keep-alive`) and events of other names are skipped.
  */
 import { readSse, SseDecoder, SseLimitError, type SseEvent } from './sse.js';
 import { raceAbort } from './abort.js';
 import type { ResponseLike } from './client.js';
+import type { HeaderReader } from './rule.js';
 
 /**
  * Why an answer that had started could not be completed. Thrown by
@@ -29,6 +32,40 @@ export class StreamFailure extends Error {
   }
 }
 
+/**
+ * An `error` event before the first piece (`"partial": false`): the attempt
+ * failed before its first token, after a keep-alive had committed the 200.
+ * It stands for the JSON answer the server would otherwise have sent, so the
+ * client judges it by the same rule: `status`, `headers` (that answer's
+ * `retry-after-ms` and `x-should-retry`, from the event's `retryAfterMs` and
+ * `shouldRetry`) and `body` (its `{ error }`). Thrown by {@link readChatStream}.
+ */
+export class FailedBeforeFirstPiece extends Error {
+  readonly headers: HeaderReader;
+
+  constructor(
+    readonly status: number,
+    data: { retryAfterMs?: unknown; shouldRetry?: unknown },
+    streamHeaders: HeaderReader,
+    readonly body: { error?: unknown },
+  ) {
+    super(`status ${status} before the first piece`);
+    this.name = 'FailedBeforeFirstPiece';
+    const hints: Record<string, string | null> = {
+      'retry-after-ms': typeof data.retryAfterMs === 'number' && data.retryAfterMs > 0 ? String(data.retryAfterMs) : null,
+      'retry-after': null,
+      'x-should-retry': data.shouldRetry === false ? 'false' : null,
+    };
+    this.headers = {
+      get: (name) => {
+        const key = name.toLowerCase();
+        // The hints are the answer's own; the 200's headers (x-request-id) otherwise.
+        return key in hints ? hints[key] : streamHeaders.get(name);
+      },
+    };
+  }
+}
+
 /** Carries an exception thrown by the caller's own onDelta out of the attempt loop, untouched. */
 export class CallbackError {
   constructor(readonly error: unknown) {}
@@ -41,8 +78,11 @@ export type DeltaHandler = (text: string, answerSoFar: string) => void;
  * Reads a 200 text/event-stream body of `POST /api/chat` and resolves with
  * the `done` event's object. `onDelta` hears every piece first.
  *
- * Rejects with a {@link StreamFailure} on an `error` event, on a malformed
- * event, or when the body ends (or breaks) after text had arrived. A body
+ * Rejects with a {@link FailedBeforeFirstPiece} on an `error` event with
+ * `"partial": false` before any text (judged by the rule as the JSON answer
+ * it stands for), and with a {@link StreamFailure} on any other `error`
+ * event, on a malformed event, or when the body ends (or breaks) after text
+ * had arrived. A body
  * that breaks before any text rejects with the read error itself: nothing
  * was shown, so the attempt is judged like any failed attempt. An exception
  * from `onDelta` ends the stream and rejects with a {@link CallbackError}
@@ -78,7 +118,12 @@ export async function readChatStream<T extends { answer: string }>(response: Res
         return;
       }
       case 'error': {
-        const error = parseObject(parseObject(e.data)?.error);
+        const data = parseObject(e.data);
+        const status = data?.status;
+        if (!started && data?.partial === false && Number.isInteger(status) && status >= 400 && status <= 599) {
+          throw new FailedBeforeFirstPiece(status, data, response.headers, data);
+        }
+        const error = parseObject(data?.error);
         throw new StreamFailure(str(error?.code) ?? 'stream_error', str(error?.message), str(error?.requestId) ?? requestId, answer);
       }
       default:
@@ -98,7 +143,7 @@ export async function readChatStream<T extends { answer: string }>(response: Res
     }
   } catch (err) {
     if (callerError !== undefined && err === callerError.error) throw new CallbackError(err);
-    if (err instanceof StreamFailure) throw err;
+    if (err instanceof StreamFailure || err instanceof FailedBeforeFirstPiece) throw err;
     if (err instanceof SseLimitError) throw new StreamFailure('invalid_response', undefined, requestId, answer);
     if (result !== undefined) return result;
     // Nothing shown yet: a broken connection, the attempt's timeout or an

@@ -174,6 +174,91 @@ test('an error event before any text is final too (the server chose to answer 20
   assert.equal(err.partial, undefined);
 });
 
+// The server's error event before the first piece (after its 15 s
+// keep-alive committed the 200) carries the JSON answer's status and hints
+// (docs/api.md): the attempt failed before its first token and is judged by
+// the rule as that answer, timed from sending to the event.
+const earlyError = (status: number, code: string, hints: { shouldRetry?: boolean; retryAfterMs?: number } = {}) =>
+  ({ error: { code, message: `The AI service said ${status}.`, requestId: 'r-e' }, partial: false, status, shouldRetry: true, ...hints });
+const afterKeepAlive = (clock: FakeClock, bodies: StreamedBody[], atMs: number, data: unknown): Step =>
+  streaming(clock, bodies, 10, [{ ms: 15_000, text: ': keep-alive\n\n' }, { ms: atMs - 15_010, text: sse('error', data), close: true }]);
+const answered = (clock: FakeClock, bodies: StreamedBody[]) => streaming(clock, bodies, 50, [...threeDeltas, { ms: 0, text: sse('done', done), close: true }]);
+
+test('a 503 at 20 s after a keep-alive failed fast before its first piece: retried, as the JSON 503 is', async () => {
+  const clock = new FakeClock();
+  const bodies: StreamedBody[] = [];
+  const { transport, events, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 20_000, earlyError(503, 'upstream_unavailable')), answered(clock, bodies)]);
+  const heard: string[] = [];
+  const answer = await settle(clock, client.chatStream(question, { onDelta: (t) => heard.push(t) }));
+  assert.equal(answer.answer, done.answer);
+  assert.equal(heard.join(''), done.answer, 'the text once: nothing was shown before the retry');
+  assert.equal(transport.calls.length, 2);
+  assert.deepEqual(events.map((e) => [e.status, e.decision, e.elapsedMs, e.code]), [[503, 'retry', 20_000, 'upstream_unavailable'], [200, 'success', 350, undefined]]);
+});
+
+test('a failure at 40 s after keep-alives is slow: not retried, whether the server says so (500) or the clock does (503)', async () => {
+  for (const [data, reason] of [
+    [earlyError(500, 'upstream_error', { shouldRetry: false }), 'not_retryable'],
+    [earlyError(503, 'upstream_unavailable'), 'slow_failure'],
+  ] as const) {
+    const clock = new FakeClock();
+    const bodies: StreamedBody[] = [];
+    const { transport, events, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 40_000, data), answered(clock, bodies)]);
+    const err = await rejection(settle(clock, client.chatStream(question)));
+    assert.equal(transport.calls.length, 1, data.error.code);
+    assert.equal(err.reason, reason);
+    assert.equal(err.status, data.status);
+    assert.equal(err.code, data.error.code);
+    assert.equal(err.serverMessage, data.error.message);
+    assert.equal(err.requestId, 'r-e');
+    assert.equal(err.timeout, reason === 'slow_failure');
+    assert.equal(err.partial, undefined);
+    assert.deepEqual(events.map((e) => [e.status, e.decision, e.elapsedMs]), [[data.status, reason, 40_000]]);
+  }
+});
+
+test("an early error event's hints are the JSON answer's headers: shouldRetry false stops, retryAfterMs is the wait", async () => {
+  {
+    const clock = new FakeClock();
+    const bodies: StreamedBody[] = [];
+    const { transport, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 20_000, earlyError(503, 'upstream_unavailable', { shouldRetry: false })), answered(clock, bodies)]);
+    const err = await rejection(settle(clock, client.chatStream(question)));
+    assert.equal(transport.calls.length, 1);
+    assert.equal(err.reason, 'should_not_retry');
+  }
+  {
+    const clock = new FakeClock();
+    const bodies: StreamedBody[] = [];
+    const { transport, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 20_000, earlyError(429, 'rate_limited', { retryAfterMs: 7_000 })), answered(clock, bodies)]);
+    const answer = await settle(clock, client.chatStream(question));
+    assert.equal(answer.answer, done.answer);
+    assert.deepEqual(transport.calls.map((c) => c.at), [0, 27_000], 'asked again 7 s after the event');
+  }
+  {
+    const clock = new FakeClock();
+    const bodies: StreamedBody[] = [];
+    const { transport, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 20_000, earlyError(429, 'rate_limited', { retryAfterMs: 45_000 })), answered(clock, bodies)]);
+    const err = await rejection(settle(clock, client.chatStream(question)));
+    assert.equal(transport.calls.length, 1);
+    assert.equal(err.reason, 'wait_too_long');
+    assert.equal(err.retryAfterMs, 45_000);
+  }
+});
+
+test('an error event after the first piece is never retried, even one that claims partial: false and a 503', async () => {
+  const clock = new FakeClock();
+  const bodies: StreamedBody[] = [];
+  const { transport, events, client } = setupOn(clock, [
+    streaming(clock, bodies, 50, [...threeDeltas.slice(0, 1), { ms: 100, text: sse('error', earlyError(503, 'upstream_unavailable')), close: true }]),
+    answered(clock, bodies),
+  ]);
+  const err = await rejection(settle(clock, client.chatStream(question)));
+  assert.equal(transport.calls.length, 1);
+  assert.equal(err.reason, 'stream_failed');
+  assert.deepEqual(err.partial, { answer: 'One, ' });
+  assert.deepEqual(events.map((e) => [e.decision, e.retry]), [['stream_failed', false]]);
+});
+
 test("the attempt's own timeout after the first piece ends the stream: attempt_timeout, partial, no retry", async () => {
   const clock = new FakeClock();
   const bodies: StreamedBody[] = [];

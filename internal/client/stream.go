@@ -57,7 +57,7 @@ read:
 		case "error":
 			var e apiwire.StreamError
 			_ = json.Unmarshal([]byte(ev.Data), &e)
-			if !begun && !e.Partial && e.Status >= 400 {
+			if !begun && !e.Partial && e.Status >= 400 && e.Status <= 599 {
 				// Failed before its first token, after a keep-alive: the
 				// attempt is the JSON answer the event stands for.
 				r.status, r.header = e.Status, failedHeader(resp.Header, e)
@@ -91,7 +91,9 @@ read:
 // rule judges both alike.
 func failedHeader(h http.Header, e apiwire.StreamError) http.Header {
 	h = h.Clone()
-	h.Del("Content-Type")
+	for _, k := range []string{"Content-Type", "Retry-After", "retry-after-ms", "x-should-retry"} {
+		h.Del(k) // the 200's, not the answer's
+	}
 	if e.RetryAfterMs > 0 {
 		h.Set("retry-after-ms", strconv.FormatInt(e.RetryAfterMs, 10))
 	}
