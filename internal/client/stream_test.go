@@ -62,10 +62,14 @@ func TestStreamLostBeforeTheFirstPieceIsRetried(t *testing.T) {
 	})
 }
 
-// early serves a stream that fails before its first delta: a keep-alive,
-// then after 20 s the error event with data; a second request gets done.
-// It records when each request came.
+// early serves a stream that fails before its first delta: a keep-alive
+// (or what first says), then after 20 s the error event with data; a
+// second request gets done. It records when each request came.
 func early(t *testing.T, data string) (*client.Client, *[]time.Duration) {
+	return failing(t, ": keep-alive\n\n", data)
+}
+
+func failing(t *testing.T, first, data string) (*client.Client, *[]time.Duration) {
 	var at []time.Duration
 	start := time.Now()
 	_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +80,7 @@ func early(t *testing.T, data string) (*client.Client, *[]time.Duration) {
 			_, _ = w.Write([]byte("event: delta\ndata: {\"text\":\"hi\"}\n\nevent: done\ndata: {\"answer\":\"hi\"}\n\n"))
 			return
 		}
-		_, _ = w.Write([]byte(": keep-alive\n\n"))
+		_, _ = w.Write([]byte(first))
 		_ = http.NewResponseController(w).Flush()
 		time.Sleep(20 * time.Second)
 		_, _ = w.Write([]byte("event: error\ndata: " + data + "\n\n"))
@@ -119,5 +123,21 @@ func TestStreamErrorBeforeTheFirstDeltaCarriesTheRetryHints(t *testing.T) {
 			assert.Equal(t, retry.ReasonNotRetryable, ce.Reason, "an event that does not say partial: false is final")
 			assert.Len(t, *at, 1)
 		})
+	})
+}
+
+// After a delta an error event is final, even one that claims partial:
+// false and a 503: the text would be written twice.
+func TestStreamErrorAfterADeltaIsNeverRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, at := failing(t, "event: delta\ndata: {\"text\":\"1, \"}\n\n",
+			`{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"partial":false,"status":503,"shouldRetry":true}`)
+		var got string
+		_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(s string) { got += s })
+		var ce *client.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, retry.ReasonNotRetryable, ce.Reason)
+		assert.Equal(t, "1, ", got)
+		assert.Len(t, *at, 1)
 	})
 }
