@@ -106,6 +106,9 @@ func (s *server) handleChat() http.HandlerFunc {
 			return
 		}
 		rec.promptTokens, rec.truncated = fit.PromptTokens, fit.Truncated
+		if fit.PromptTokens == 0 {
+			rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
+		}
 		msgs := make([]aoai.Message, len(fit.Messages))
 		for i, m := range fit.Messages {
 			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}

@@ -58,9 +58,13 @@ type record struct {
 	firstTokenAt     time.Duration // since the request began; 0: no token came
 	truncated        bool
 	code             string
-	callerOID        string // the verified caller's object id and tenant id:
-	callerTID        string // the only things about a caller that are logged
-	err              error
+	// countPrompt counts the prompt sent upstream, for an answer cut short
+	// before Azure's usage came when fitting skipped counting (small
+	// requests); nil when the prompt was counted or none was sent.
+	countPrompt func() int
+	callerOID   string // the verified caller's object id and tenant id:
+	callerTID   string // the only things about a caller that are logged
+	err         error
 }
 
 type recordKey struct{}
@@ -179,6 +183,12 @@ func (s *server) begin(next http.Handler) http.Handler {
 		}
 		if rec.upstreamID != "" {
 			attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
+		}
+		if rec.promptTokens == 0 && rec.completionTokens+rec.abandonedTokens > 0 && rec.countPrompt != nil {
+			// Text came back, so Azure processed (and billed) the prompt,
+			// but its usage frame never did (a deadline, a reset, a caller
+			// gone mid-answer): count it here, or the per-caller sums miss it.
+			rec.promptTokens = rec.countPrompt()
 		}
 		if rec.promptTokens > 0 || rec.completionTokens > 0 {
 			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))

@@ -1,0 +1,45 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+)
+
+// An answer cut short after text came back (a deadline, a reset) was billed
+// for its prompt, but Azure's usage frame, which carries the count, never
+// arrived. For a small request, whose prompt fitting skipped counting, the
+// log line must still carry promptTokens, as the simulator (which counts
+// the same way) processed them: probed on the binary, these lines said
+// promptTokens 0, and the per-caller sums in operations.md missed them.
+func TestCutShortAnswerLogsItsPromptTokens(t *testing.T) {
+	for _, directive := range []string{"[[sim:reset tokens=9]]", "[[sim:hang tokens=9]]"} {
+		question := ask(directive + " Count to 20, with a comma between each number.")
+		for _, streamed := range []bool{false, true} {
+			t.Run(directive+map[bool]string{false: " json", true: " stream"}[streamed], func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					h := newHarness(t, nil, aoaitest.Options{PerToken: time.Second})
+					if streamed {
+						h.stream(context.Background(), question)
+					} else {
+						h.do(chatRequest(question))
+					}
+					synctest.Wait()
+					lines := h.logLines()
+					require.Len(t, lines, 1)
+					assert.EqualValues(t, 9, lines[0]["completionTokens"])
+					reqs := h.sim.Requests()
+					require.Len(t, reqs, 1)
+					require.NotZero(t, reqs[0].PromptTokens)
+					assert.EqualValues(t, reqs[0].PromptTokens, lines[0]["promptTokens"], "the prompt the simulator processed")
+				})
+			})
+		}
+	}
+}
