@@ -56,8 +56,8 @@ read:
 			return r
 		case "error":
 			var e apiwire.StreamError
-			_ = json.Unmarshal([]byte(ev.Data), &e)
-			if !begun && !e.Partial && e.Status >= 400 && e.Status <= 599 {
+			err := json.Unmarshal([]byte(ev.Data), &e)
+			if !begun && err == nil && saysNotPartial(ev.Data) && e.Status >= 400 && e.Status <= 599 {
 				// Failed before its first token, after a keep-alive: the
 				// attempt is the JSON answer the event stands for.
 				r.status, r.header = e.Status, failedHeader(resp.Header, e)
@@ -83,6 +83,16 @@ read:
 			Message: fmt.Sprintf("The connection was lost in the middle of the answer (%v); what arrived is above.", r.err)}
 	}
 	return r
+}
+
+// saysNotPartial reports whether an error event's data says "partial":
+// false in so many words: an event without it (an older server's) or with
+// anything else is final.
+func saysNotPartial(data string) bool {
+	var said struct {
+		Partial *bool `json:"partial"`
+	}
+	return json.Unmarshal([]byte(data), &said) == nil && said.Partial != nil && !*said.Partial
 }
 
 // failedHeader is the header of the JSON answer that the error event e,

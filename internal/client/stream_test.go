@@ -114,16 +114,23 @@ func TestStreamErrorBeforeTheFirstDeltaCarriesTheRetryHints(t *testing.T) {
 			assert.Equal(t, []time.Duration{0, 27 * time.Second}, *at, "retried 7 s after the event at 20 s")
 		})
 	})
-	t.Run("partial true", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			c, at := early(t, `{"error":{"code":"upstream_error","message":"m","requestId":"r"},"partial":true}`)
-			_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(string) {})
-			var ce *client.CallError
-			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, retry.ReasonNotRetryable, ce.Reason, "an event that does not say partial: false is final")
-			assert.Len(t, *at, 1)
+	for name, data := range map[string]string{
+		"partial true":       `{"error":{"code":"upstream_error","message":"m","requestId":"r"},"partial":true}`,
+		"partial missing":    `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"status":503}`,
+		"partial not a bool": `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"partial":"no","status":503}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, at := early(t, data)
+				_, err := c.Stream(t.Context(), "/api/chat", []byte(`{}`), func(string) {})
+				var ce *client.CallError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, retry.ReasonNotRetryable, ce.Reason, "an event that does not say partial: false is final")
+				assert.Equal(t, http.StatusOK, ce.Status)
+				assert.Len(t, *at, 1)
+			})
 		})
-	})
+	}
 }
 
 // After a delta an error event is final, even one that claims partial:
