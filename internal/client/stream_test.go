@@ -118,6 +118,7 @@ func TestStreamErrorBeforeTheFirstDeltaCarriesTheRetryHints(t *testing.T) {
 		"partial true":       `{"error":{"code":"upstream_error","message":"m","requestId":"r"},"partial":true}`,
 		"partial missing":    `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"status":503}`,
 		"partial not a bool": `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"partial":"no","status":503}`,
+		"a hint garbled":     `{"error":{"code":"upstream_unavailable","message":"m","requestId":"r"},"partial":false,"status":503,"shouldRetry":"false"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
