@@ -120,7 +120,7 @@ export async function readChatStream<T extends { answer: string }>(response: Res
       case 'error': {
         const data = parseObject(e.data);
         const status = data?.status;
-        if (!started && data?.partial === false && Number.isInteger(status) && status >= 400 && status <= 599) {
+        if (!started && data?.partial === false && Number.isInteger(status) && status >= 400 && status <= 599 && hintsReadable(data)) {
           throw new FailedBeforeFirstPiece(status, data, response.headers, data);
         }
         const error = parseObject(data?.error);
@@ -155,6 +155,12 @@ export async function readChatStream<T extends { answer: string }>(response: Res
   // Closed without `done` or `error`: the connection was cut.
   if (!started) throw new TypeError('the stream ended before the answer started');
   throw new StreamFailure('stream_interrupted', undefined, requestId, answer);
+}
+
+/** An early error event's hints, absent or of their types: a garbled one makes the event final (Go's client reads it so too). */
+function hintsReadable(data: { shouldRetry?: unknown; retryAfterMs?: unknown }): boolean {
+  const { shouldRetry, retryAfterMs } = data;
+  return (shouldRetry == null || typeof shouldRetry === 'boolean') && (retryAfterMs == null || Number.isInteger(retryAfterMs));
 }
 
 function str(v: unknown): string | undefined {

@@ -245,6 +245,19 @@ test("an early error event's hints are the JSON answer's headers: shouldRetry fa
   }
 });
 
+test('an early error event that does not say partial: false, or garbles a hint, is final', async () => {
+  const base = earlyError(503, 'upstream_unavailable');
+  for (const data of [{ ...base, partial: undefined }, { ...base, partial: 'no' }, { ...base, shouldRetry: 'false' }, { ...base, retryAfterMs: '7000' }]) {
+    const clock = new FakeClock();
+    const bodies: StreamedBody[] = [];
+    const { transport, client } = setupOn(clock, [afterKeepAlive(clock, bodies, 20_000, data), answered(clock, bodies)]);
+    const err = await rejection(settle(clock, client.chatStream(question)));
+    assert.equal(transport.calls.length, 1, JSON.stringify(data));
+    assert.equal(err.reason, 'stream_failed');
+    assert.equal(err.status, 200);
+  }
+});
+
 test('an error event after the first piece is never retried, even one that claims partial: false and a 503', async () => {
   const clock = new FakeClock();
   const bodies: StreamedBody[] = [];
