@@ -27,10 +27,24 @@ type Gate struct {
 	limit int64
 	mu    sync.Mutex
 	held  int64
+	// since is the material released since memory was last given back.
+	since int64
+	// onIdle runs (on its own goroutine, one at a time) when the last
+	// request in flight ends after at least idleAfter bytes were released.
+	onIdle  func()
+	running bool
 }
 
+// idleAfter is how much material released since the last time makes an
+// idle gate give memory back: less is not worth a collection.
+const idleAfter = 64 << 20
+
 // New returns a Gate that admits up to limit bytes of material at once.
-func New(limit int64) *Gate { return &Gate{limit: limit} }
+// When the last request in flight ends after large material was released,
+// onIdle runs (nil: nothing); the binary passes debug.FreeOSMemory, so that
+// an instance that served a burst of large requests gives the memory back
+// to the machine once they end, instead of holding it for minutes.
+func New(limit int64, onIdle func()) *Gate { return &Gate{limit: limit, onIdle: onIdle} }
 
 // Limit is the gate's limit in bytes.
 func (g *Gate) Limit() int64 { return g.limit }
@@ -87,9 +101,20 @@ func (t *Ticket) Release() {
 	n := t.held
 	t.held = 0
 	t.mu.Unlock()
-	t.g.mu.Lock()
-	t.g.held -= n
-	t.g.mu.Unlock()
+	g := t.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held -= n
+	g.since += n
+	if g.held == 0 && g.since >= idleAfter && g.onIdle != nil && !g.running {
+		g.since, g.running = 0, true
+		go func() {
+			g.onIdle()
+			g.mu.Lock()
+			g.running = false
+			g.mu.Unlock()
+		}()
+	}
 }
 
 // The cost model: what a request holds, estimated from what is known

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -114,7 +115,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		FetchTimeout:        cfg.FetchTimeout,
 		ExtractTimeout:      cfg.ExtractTimeout,
 		MinUpstreamTime:     cfg.MinUpstreamTime,
-		Admission:           admission.New(cfg.MaterialInFlight),
+		Admission:           admission.New(cfg.MaterialInFlight, debug.FreeOSMemory),
 		AllowedOrigins:      cfg.AllowedOrigins,
 		Version:             version,
 
