@@ -2,10 +2,10 @@ package extract
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,29 +162,19 @@ func TestHostileFilesUnreadable(t *testing.T) {
 	}
 }
 
-// TestHostileFilesBounded measures each hostile file as a benchmark does
-// (several runs, time per run; BenchmarkHostile reports the same with
-// -bench) and asserts that it is answered well under the 15 s extraction
-// deadline: a hostile file must fail fast on its own, not by running into
-// the timeout. The bound is two orders of magnitude above the measured
-// figures, so a slow or -race run does not make it flaky.
+// TestHostileFilesBounded holds that each hostile file is answered by the
+// extractor's own limits, not by the extraction deadline: the context here
+// has no deadline at all, so a file that only a timeout would stop hangs the
+// test instead of passing it. How long each takes is a benchmark's business
+// (BenchmarkHostile), not a test's.
 func TestHostileFilesBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures run time")
-	}
-	const runs, bound = 3, 2 * time.Second
 	for _, tt := range hostileCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			for range runs {
-				_, err := Extract(t.Context(), tt.doc, tt.lim)
-				if !tt.readable {
-					require.Error(t, err)
-				}
+			_, err := Extract(context.Background(), tt.doc, tt.lim)
+			if !tt.readable {
+				require.Error(t, err)
+				assert.NotErrorIs(t, err, context.DeadlineExceeded)
 			}
-			per := time.Since(start) / runs
-			t.Logf("%v per run", per)
-			assert.Less(t, per, bound)
 		})
 	}
 }
