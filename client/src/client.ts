@@ -87,7 +87,7 @@ export const systemClock: Clock = {
 export interface AttemptEvent {
   /** 1-based attempt number. */
   attempt: number;
-  /** HTTP status, or 0 for a network error or an attempt timeout (a stream that had started keeps its 200). */
+  /** HTTP status, or 0 for a network error or an attempt timeout (a stream that had started keeps its 200; an `error` event before its first piece gives the status it carries). */
   status: number;
   /** How long the attempt took, in ms. */
   elapsedMs: number;
@@ -208,7 +208,7 @@ export interface PartialAnswer {
  * for an end user; the fields say what happened.
  */
 export class TimeboxError extends Error implements TimeboxErrorDetails {
-  /** The last HTTP status, or 0 for a network error or an attempt timeout. */
+  /** The last HTTP status (for an `error` event before a stream's first piece, the status it carries), or 0 for a network error or an attempt timeout. */
   readonly status: number;
   /** The server's stable error code, or 'network_error', 'attempt_timeout', 'invalid_response'. */
   readonly code: string;
