@@ -228,7 +228,7 @@ func TestStackStreamRetriesAFast503AfterAKeepAlive(t *testing.T) {
 	require.NoError(t, err, errOut)
 	assert.EqualValues(t, 2, n)
 	assert.Equal(t, "1, 2, 3.\n", joined(writes))
-	assert.Regexp(t, `^attempt 1: status 503 upstream_unavailable in 20s -> retry after \S+\nattempt 2: status 200 in \S+ -> success\n`, errOut)
+	assert.Regexp(t, `^attempt 1: status 503 upstream_unavailable \(in an error event after a keep-alive\) in 20s -> retry after \S+\nattempt 2: status 200 in \S+ -> success\n`, errOut)
 }
 
 // Failures after a keep-alive that the rule does not retry: the 503 at

@@ -147,6 +147,9 @@ type attemptResult struct {
 	errBody  apiwire.ErrorBody
 	// streamErr ends a stream that had begun: never retried.
 	streamErr *CallError
+	// inEvent: status, header and errBody came in a stream's error event
+	// before its first piece (the 200 was committed by a keep-alive).
+	inEvent bool
 }
 
 func (c *Client) attempt(ctx context.Context, method, path string, body []byte, timeout time.Duration, onDelta func(string)) attemptResult {
@@ -217,6 +220,8 @@ func (r attemptResult) describe() string {
 		return "no answer (attempt timeout)"
 	case r.status == 0:
 		return fmt.Sprintf("network error (%v)", r.err)
+	case r.inEvent:
+		return fmt.Sprintf("status %d %s (in an error event after a keep-alive)", r.status, r.errBody.Error.Code)
 	case r.errBody.Error.Code != "":
 		return fmt.Sprintf("status %d %s", r.status, r.errBody.Error.Code)
 	}

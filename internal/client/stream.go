@@ -61,7 +61,7 @@ read:
 				// Failed before its first token, after a keep-alive: the
 				// attempt is the JSON answer the event stands for.
 				r.status, r.header = e.Status, failedHeader(resp.Header, e)
-				r.errBody = apiwire.ErrorBody{Error: e.Error}
+				r.errBody, r.inEvent = apiwire.ErrorBody{Error: e.Error}, true
 				return r
 			}
 			r.streamErr = &CallError{Status: http.StatusOK, Code: e.Error.Code, Message: e.Error.Message,
