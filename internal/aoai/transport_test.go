@@ -112,3 +112,47 @@ func TestDefaultTransportCarriesLargeBodies(t *testing.T) {
 	assert.Greater(t, resp.Usage.PromptTokens, 20000)
 	assert.NotEmpty(t, resp.Content)
 }
+
+// The default transport does not follow redirects: Azure OpenAI does not
+// redirect, and a followed 307 would carry the api-key to wherever Location
+// points (http.Client keeps that header on a redirect to another host). The
+// redirect is answered as the failure it is, and the other host is never
+// called.
+func TestDefaultTransportDoesNotFollowRedirects(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	endpoint, _ := url.Parse(srv.URL)
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	_, err = c.Complete(context.Background(), req("hi"))
+	var e *aoai.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusTemporaryRedirect, e.Status)
+	assert.Equal(t, aoai.KindRejected, e.Kind)
+	assert.Zero(t, elsewhere.Load(), "the redirect was followed")
+}
+
+// A connection failure reads as it did through http.Client: the method and
+// the URL, then the cause.
+func TestDefaultTransportErrorsNameTheRequest(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	endpoint, _ := url.Parse(srv.URL)
+	srv.Close() // nothing listens there now
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	_, err = c.Complete(context.Background(), req("hi"))
+	var e *aoai.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, aoai.KindTransient, e.Kind)
+	var ue *url.Error
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, "Post", ue.Op)
+	assert.Equal(t, srv.URL+"/openai/v1/chat/completions", ue.URL)
+}
