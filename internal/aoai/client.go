@@ -170,47 +170,64 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, fmt.Errorf("complete chat: %w", err)
 	}
+	// Complete, once and send are on the stack while a request waits on
+	// Azure OpenAI, so they keep small frames: the work before and after
+	// the wait is in functions of its own (see BenchmarkHeldRequests in
+	// package api).
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		resp, h, err := c.once(ctx, body, req.RequestID, req.OnDelta)
-		elapsed := time.Since(start)
-		// Azure's own id for the attempt, when it answered.
-		upstreamID := cmp.Or(h.Get("apim-request-id"), h.Get("x-request-id"))
 		if err == nil {
-			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamID
+			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamRequestID(h)
 			return resp, nil
 		}
-		var e *Error
-		if !errors.As(err, &e) {
+		if again, err := c.retry(ctx, attempt, time.Since(start), h, err); !again {
 			return Response{}, err
 		}
-		e.Attempts, e.Elapsed, e.UpstreamRequestID = attempt, elapsed, upstreamID
-		if e.Kind == KindCanceled {
-			return Response{}, e
+	}
+}
+
+// upstreamRequestID is Azure's own id for an attempt, when it answered.
+func upstreamRequestID(h http.Header) string {
+	return cmp.Or(h.Get("apim-request-id"), h.Get("x-request-id"))
+}
+
+// retry decides whether a failed attempt (it took elapsed and ended with
+// err) is tried again, and waits for the time the rule says first. It
+// returns false with the failure to return: a *Error, unless err was not
+// one.
+func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, h http.Header, err error) (bool, error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false, err
+	}
+	e.Attempts, e.Elapsed, e.UpstreamRequestID = attempt, elapsed, upstreamRequestID(h)
+	if e.Kind == KindCanceled {
+		return false, e
+	}
+	d := c.rule.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)})
+	if d.Timeout {
+		// The time is spent and so is the money (Azure bills
+		// processing): the caller must not try the same again.
+		e.Kind = KindSlowFailure
+		return false, e
+	}
+	if !d.Retry {
+		if e.Kind == KindThrottled {
+			// The caller is told when to come back: the wait that did
+			// not fit, at least what Azure asked and a second.
+			e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
 		}
-		d := c.rule.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)})
-		if d.Timeout {
-			// The time is spent and so is the money (Azure bills
-			// processing): the caller must not try the same again.
-			e.Kind = KindSlowFailure
-			return Response{}, e
-		}
-		if !d.Retry {
-			if e.Kind == KindThrottled {
-				// The caller is told when to come back: the wait that did
-				// not fit, at least what Azure asked and a second.
-				e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
-			}
-			return Response{}, e
-		}
-		t := time.NewTimer(d.Wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			e.Kind, e.Err = KindCanceled, fmt.Errorf("waiting to retry: %w", ctx.Err())
-			return Response{}, e
-		case <-t.C:
-		}
+		return false, e
+	}
+	t := time.NewTimer(d.Wait)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		e.Kind, e.Err = KindCanceled, fmt.Errorf("waiting to retry: %w", ctx.Err())
+		return false, e
+	case <-t.C:
+		return true, nil
 	}
 }
 
@@ -234,28 +251,47 @@ func (c *Client) body(req Request) ([]byte, error) {
 // header for the retry decision; errors are *Error, with the text read so
 // far in Partial.
 func (c *Client) once(ctx context.Context, body []byte, requestID string, onDelta func(string)) (Response, http.Header, error) {
+	resp, err := c.send(ctx, body, requestID)
+	if err != nil {
+		return Response{}, nil, err
+	}
+	defer resp.Body.Close()
+	return c.read(ctx, resp, onDelta)
+}
+
+// send sends one attempt and returns the answer's status and headers, its
+// body unread.
+func (c *Client) send(ctx context.Context, body []byte, requestID string) (*http.Response, error) {
 	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
 	if err != nil {
-		return Response{}, nil, fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("build request: %w", err)
 	}
 	req.Raw().Header.Set("Accept", "text/event-stream")
 	if requestID != "" {
 		req.Raw().Header.Set("x-ms-client-request-id", requestID)
 	}
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
-		return Response{}, nil, fmt.Errorf("set body: %w", err)
+		return nil, fmt.Errorf("set body: %w", err)
 	}
 	// The body is read here, not by azcore, so that text is handed on as it
 	// arrives.
 	runtime.SkipBodyDownload(req)
 	resp, err := c.pl.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return Response{}, nil, &Error{Kind: KindCanceled, Err: err}
-		}
-		return Response{}, nil, &Error{Kind: KindTransient, Err: err}
+		return nil, sendFailure(ctx, err)
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
+
+func sendFailure(ctx context.Context, err error) *Error {
+	if ctx.Err() != nil {
+		return &Error{Kind: KindCanceled, Err: err}
+	}
+	return &Error{Kind: KindTransient, Err: err}
+}
+
+// read reads an answer: a failure's body, or the stream of a success.
+func (c *Client) read(ctx context.Context, resp *http.Response, onDelta func(string)) (Response, http.Header, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 		if err != nil {
