@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -32,6 +33,11 @@ import (
 
 // Scope is the Entra ID scope of Azure OpenAI (Cognitive Services).
 const Scope = "https://cognitiveservices.azure.com/.default"
+
+// userAgent is the User-Agent of every request, the one azcore's telemetry
+// policy would set for module "timebox" version "v1", by which Azure's logs
+// tell timebox's requests from others'.
+var userAgent = fmt.Sprintf("azsdk-go-timebox/v1 (%s; %s)", goruntime.Version(), goruntime.GOOS)
 
 // maxResponseBytes bounds how much of an upstream answer is read.
 const maxResponseBytes = 8 << 20
@@ -140,6 +146,10 @@ func New(o Options) (*Client, error) {
 			// One layer of retries: ours. azcore would otherwise retry 429
 			// and 5xx three times on its own, multiplying slow failures.
 			Retry: policy.RetryOptions{MaxRetries: -1},
+			// send sets the User-Agent azcore's telemetry policy would
+			// (userAgent): a policy is a frame on the stack of a request
+			// waiting on Azure OpenAI, and this one only sets a constant.
+			Telemetry: policy.TelemetryOptions{Disabled: true},
 		})
 
 	base := strings.TrimRight(o.Endpoint.String(), "/")
@@ -165,24 +175,34 @@ func New(o Options) (*Client, error) {
 // (callers retry fast 5xx), and nothing at all once text has arrived (it
 // would be written twice). Failures are *Error; when ctx ends the *Error
 // wraps ctx's error.
-func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
 	body, err := c.body(req)
 	if err != nil {
-		return Response{}, fmt.Errorf("complete chat: %w", err)
+		return nil, fmt.Errorf("complete chat: %w", err)
 	}
-	// Complete, once and send are on the stack while a request waits on
-	// Azure OpenAI, so they keep small frames: the work before and after
-	// the wait is in functions of its own (see BenchmarkHeldRequests in
-	// package api).
+	// Complete is on the stack while a request waits on Azure OpenAI, so
+	// it keeps a small frame: pointers in and out, and the work before the
+	// wait (request), after it (read) and after a failure (retry) in
+	// functions of their own (see BenchmarkHeldRequests in package api).
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		resp, h, err := c.once(ctx, body, req.RequestID, req.OnDelta)
+		var resp *Response
+		var h http.Header
+		preq, err := c.request(ctx, body, req.RequestID)
+		if err == nil {
+			var hr *http.Response
+			if hr, err = c.pl.Do(preq); err != nil {
+				err = sendFailure(ctx, err)
+			} else {
+				resp, h, err = c.read(ctx, hr, req.OnDelta)
+			}
+		}
 		if err == nil {
 			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamRequestID(h)
 			return resp, nil
 		}
 		if again, err := c.retry(ctx, attempt, time.Since(start), h, err); !again {
-			return Response{}, err
+			return nil, err
 		}
 	}
 }
@@ -231,7 +251,7 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 	}
 }
 
-func (c *Client) body(req Request) ([]byte, error) {
+func (c *Client) body(req *Request) ([]byte, error) {
 	// The deployment travels in the path on the deployments API and in
 	// "model" on the v1 API.
 	m := map[string]any{
@@ -247,25 +267,14 @@ func (c *Client) body(req Request) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// once makes one attempt and reads its stream. It returns the response
-// header for the retry decision; errors are *Error, with the text read so
-// far in Partial.
-func (c *Client) once(ctx context.Context, body []byte, requestID string, onDelta func(string)) (Response, http.Header, error) {
-	resp, err := c.send(ctx, body, requestID)
-	if err != nil {
-		return Response{}, nil, err
-	}
-	defer resp.Body.Close()
-	return c.read(ctx, resp, onDelta)
-}
-
-// send sends one attempt and returns the answer's status and headers, its
-// body unread.
-func (c *Client) send(ctx context.Context, body []byte, requestID string) (*http.Response, error) {
+// request builds one attempt's request, its body left for read (azcore's
+// SkipBodyDownload).
+func (c *Client) request(ctx context.Context, body []byte, requestID string) (*policy.Request, error) {
 	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
+	req.Raw().Header.Set("User-Agent", userAgent)
 	req.Raw().Header.Set("Accept", "text/event-stream")
 	if requestID != "" {
 		req.Raw().Header.Set("x-ms-client-request-id", requestID)
@@ -276,13 +285,10 @@ func (c *Client) send(ctx context.Context, body []byte, requestID string) (*http
 	// The body is read here, not by azcore, so that text is handed on as it
 	// arrives.
 	runtime.SkipBodyDownload(req)
-	resp, err := c.pl.Do(req)
-	if err != nil {
-		return nil, sendFailure(ctx, err)
-	}
-	return resp, nil
+	return req, nil
 }
 
+// sendFailure classifies a request that got no answer.
 func sendFailure(ctx context.Context, err error) *Error {
 	if ctx.Err() != nil {
 		return &Error{Kind: KindCanceled, Err: err}
@@ -290,29 +296,32 @@ func sendFailure(ctx context.Context, err error) *Error {
 	return &Error{Kind: KindTransient, Err: err}
 }
 
-// read reads an answer: a failure's body, or the stream of a success.
-func (c *Client) read(ctx context.Context, resp *http.Response, onDelta func(string)) (Response, http.Header, error) {
+// read reads an attempt's answer, a failure's body or the stream of a
+// success, and closes it. It returns the response header for the retry
+// decision; errors are *Error, with the text read so far in Partial.
+func (c *Client) read(ctx context.Context, resp *http.Response, onDelta func(string)) (*Response, http.Header, error) {
+	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 		if err != nil {
-			return Response{}, resp.Header, readFailure(ctx, resp.StatusCode, "", fmt.Errorf("read body: %w", err))
+			return nil, resp.Header, readFailure(ctx, resp.StatusCode, "", fmt.Errorf("read body: %w", err))
 		}
-		return Response{}, resp.Header, classify(resp.StatusCode, resp.Header, data)
+		return nil, resp.Header, classify(resp.StatusCode, resp.Header, data)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return Response{}, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: content type %q", errBadBody, mt)}
+		return nil, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: content type %q", errBadBody, mt)}
 	}
 	dec := &chatDecoder{}
 	text, err := readStream(resp.Body, dec, onDelta)
 	if err != nil {
-		return Response{}, resp.Header, readFailure(ctx, resp.StatusCode, text, err)
+		return nil, resp.Header, readFailure(ctx, resp.StatusCode, text, err)
 	}
 	// Read to the body's end (its last chunk follows [DONE]): a body closed
 	// before it costs the connection, and a new one to Azure is a TLS
 	// handshake.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEventBytes))
 	finish, usage, _ := dec.result()
-	return Response{Content: text, FinishReason: finish, Usage: usage, Status: resp.StatusCode}, resp.Header, nil
+	return &Response{Content: text, FinishReason: finish, Usage: usage, Status: resp.StatusCode}, resp.Header, nil
 }
 
 // readFailure classifies a failure while reading an answer: the context's

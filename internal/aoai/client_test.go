@@ -38,8 +38,8 @@ func clientOf(t *testing.T, o aoai.Options, so aoaitest.Options) (*aoai.Client, 
 	return c, sim
 }
 
-func req(q string) aoai.Request {
-	return aoai.Request{Messages: []aoai.Message{{Role: "user", Content: q}}, MaxTokens: 50}
+func req(q string) *aoai.Request {
+	return &aoai.Request{Messages: []aoai.Message{{Role: "user", Content: q}}, MaxTokens: 50}
 }
 
 // Each model gets the token limit it accepts: reasoning models refuse

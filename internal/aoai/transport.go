@@ -40,6 +40,12 @@ func newTransport() roundTripper {
 		// make perf.
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  2 << 10,
+		// No Accept-Encoding: gzip. The answer is a stream of small events
+		// that a compressing server may hold back to fill its compressor's
+		// blocks (a later first token), and asking for gzip costs each
+		// request a header map of its own, allocated on the deepest part of
+		// a waiting request's stack (see roundTripper).
+		DisableCompression: true,
 		// Ping an HTTP/2 connection idle for 10 s; close it if no answer in 5 s.
 		HTTP2:           &http.HTTP2Config{SendPingTimeout: 10 * time.Second, PingTimeout: 5 * time.Second},
 		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, Renegotiation: tls.RenegotiateFreelyAsClient},

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,4 +156,41 @@ func TestDefaultTransportErrorsNameTheRequest(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, "Post", ue.Op)
 	assert.Equal(t, srv.URL+"/openai/v1/chat/completions", ue.URL)
+}
+
+// Every request says it is timebox's, as azcore's telemetry policy (off:
+// one frame less on a waiting request's stack) would say it.
+func TestRequestsCarryTimeboxUserAgent(t *testing.T) {
+	agents := make(chan string, 1)
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.Header.Get("User-Agent")
+		sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	endpoint, _ := url.Parse(srv.URL)
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	_, err = c.Complete(context.Background(), req("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "azsdk-go-timebox/v1 ("+runtime.Version()+"; "+runtime.GOOS+")", <-agents)
+}
+
+// The default transport does not ask for a compressed answer: a stream of
+// small events is not worth it, and a compressing server may hold events
+// back to fill its blocks.
+func TestDefaultTransportAsksForNoCompression(t *testing.T) {
+	encodings := make(chan []string, 1)
+	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encodings <- r.Header.Values("Accept-Encoding")
+		sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	endpoint, _ := url.Parse(srv.URL)
+	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
+	require.NoError(t, err)
+	_, err = c.Complete(context.Background(), req("hi"))
+	require.NoError(t, err)
+	assert.Empty(t, <-encodings)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/admission"
@@ -22,7 +21,7 @@ import (
 // Completer is the upstream chat call, satisfied by *aoai.Client. Failures
 // are *aoai.Error.
 type Completer interface {
-	Complete(ctx context.Context, req aoai.Request) (aoai.Response, error)
+	Complete(ctx context.Context, req *aoai.Request) (*aoai.Response, error)
 }
 
 // Options are what the handler uses: the settings it reads (named as in
@@ -72,10 +71,9 @@ type server struct {
 	cors *cors.Cors
 }
 
-// New returns the whole HTTP handler. Middleware runs outermost first, for
-// every request, unknown routes included: begin (the budget's first line,
-// request id, log line), the Origin check, CORS, panic recovery, then the
-// route.
+// New returns the whole HTTP handler. begin runs first, for every request,
+// unknown routes included: the budget's first line, the request id, the
+// Origin check, CORS, panic recovery, then the route, then the log line.
 func New(o Options) http.Handler {
 	if o.Caller == nil {
 		// A forgotten caller check would serve everyone: refuse to build.
@@ -83,9 +81,7 @@ func New(o Options) http.Handler {
 	}
 	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
 	r := chi.NewRouter()
-	// GetHead: HEAD is served wherever GET is (RFC 9110, 9.3.2; net/http
-	// drops the body).
-	r.Use(s.begin, s.checkOrigin, s.cors.Handler, s.recoverPanics, middleware.GetHead)
+	r.Use(s.begin)
 	r.NotFound(s.handleNotFound())
 	r.MethodNotAllowed(s.handleMethodNotAllowed())
 	s.routes(r)

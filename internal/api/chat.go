@@ -46,97 +46,142 @@ type Truncated struct {
 	Shortened []string `json:"shortened,omitempty"`
 }
 
-func (s *server) handleChat() http.HandlerFunc {
-	margin := s.ClientTimeoutMargin
-	minClient := (margin + time.Second).Milliseconds()
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		ms, err := clientTimeout(r, minClient)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if ms > 0 {
-			var cancel func()
-			ctx, cancel = budget.ShortenForClient(ctx, time.Duration(ms)*time.Millisecond, margin)
-			defer cancel()
-		}
-		// The request's cost is taken before each commitment (the body
-		// before it is read, the material before it is fetched and
-		// extracted), and given back when the request ends.
-		ticket := s.Admission.Ticket()
-		defer ticket.Release()
-		if err := ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		req, err := decodeChat(ctx, w, r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if err := ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rec := recordFrom(ctx)
-		if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
-			s.fail(w, r, invalid("This service does not read pages or documents."))
-			return
-		}
+// chatRoute is POST /api/chat. It is on the stack while the request waits
+// on Azure OpenAI, so it keeps a small frame: the work before the call
+// (prepareChat) and after it (answer, streamCall) is in functions of their
+// own, and it is a type, not an http.HandlerFunc, which would be one more
+// frame (see BenchmarkHeldRequests).
+type chatRoute struct{ s *server }
 
-		maxTokens := s.MaxTokens
-		if req.MaxTokens != nil && *req.MaxTokens < maxTokens {
-			maxTokens = *req.MaxTokens
-		}
-		start := time.Now()
-		material, err := s.gather(ctx, req)
-		if len(req.Documents)+len(req.URLs) > 0 {
-			rec.since("material", start)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		start = time.Now()
-		fit, err := s.fit(ctx, req, material, maxTokens)
-		rec.since("prompt", start)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rec.promptTokens, rec.truncated = fit.PromptTokens, fit.Truncated
-		if fit.PromptTokens == 0 {
-			rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
-		}
-		msgs := make([]aoai.Message, len(fit.Messages))
-		for i, m := range fit.Messages {
-			msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
-		}
-
-		if budget.Remaining(ctx) < min(s.MinUpstreamTime, budget.RequestTime(ctx)/4) {
-			// Too little time is left for an answer: no tokens are spent on
-			// a call that would be cut. A request given little time in all
-			// (a caller in a hurry) needs a quarter of it, not the floor.
-			s.fail(w, r, errNoTimeForUpstream)
-			return
-		}
-		areq := aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
-		if wantsStream(r) {
-			s.stream(w, r.WithContext(ctx), areq, fit)
-			return
-		}
-		start = time.Now()
-		resp, err := s.Chat.Complete(ctx, areq)
-		rec.since("upstream", start)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.noteAnswer(ctx, resp)
-		stampTiming(w, r)
-		writeJSON(w, http.StatusOK, chatResponse(ctx, resp, fit))
+func (h chatRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	c, err := s.prepareChat(w, r)
+	defer c.release()
+	if err != nil {
+		s.fail(w, c.r, err)
+		return
 	}
+	if wantsStream(r) {
+		s.streamCall(w, c)
+		return
+	}
+	c.start = time.Now()
+	resp, err := s.Chat.Complete(c.ctx, &c.req)
+	s.answer(w, c, resp, err)
+}
+
+// chatCall is a chat request ready for Azure OpenAI, and what it holds
+// until it is answered.
+type chatCall struct {
+	r      *http.Request // r with ctx
+	ctx    context.Context
+	cancel context.CancelFunc // ends ctx when the caller's timeout shortened it
+	ticket *admission.Ticket
+	req    aoai.Request
+	fit    prompt.Result
+	start  time.Time // of the upstream call
+}
+
+// release gives back what the request held.
+func (c *chatCall) release() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.ticket.Release()
+}
+
+// prepareChat does everything before the upstream call: the caller's
+// timeout, admission, the body, the material and the prompt. The returned
+// chatCall is never nil and must be released, error or not.
+func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall, error) {
+	c := &chatCall{ctx: r.Context(), r: r}
+	// A caller that said how long it waits is answered within that even
+	// while its tenant's keys are fetched. An invalid value is refused once
+	// the caller is known.
+	ms, msErr := clientTimeout(r, (s.ClientTimeoutMargin + time.Second).Milliseconds())
+	if msErr == nil && ms > 0 {
+		c.ctx, c.cancel = budget.ShortenForClient(c.ctx, time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
+		c.r = r.WithContext(c.ctx)
+	}
+	if err := s.checkCaller(c.r); err != nil {
+		return c, err
+	}
+	if msErr != nil {
+		return c, msErr
+	}
+	ctx := c.ctx
+	// The request's cost is taken before each commitment (the body
+	// before it is read, the material before it is fetched and
+	// extracted), and given back when the request ends.
+	c.ticket = s.Admission.Ticket()
+	if err := c.ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
+		return c, err
+	}
+	req, err := decodeChat(ctx, w, r)
+	if err != nil {
+		return c, err
+	}
+	if err := c.ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
+		return c, err
+	}
+	rec := recordFrom(ctx)
+	if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
+		return c, invalid("This service does not read pages or documents.")
+	}
+
+	maxTokens := s.MaxTokens
+	if req.MaxTokens != nil && *req.MaxTokens < maxTokens {
+		maxTokens = *req.MaxTokens
+	}
+	start := time.Now()
+	material, err := s.gather(ctx, req)
+	if len(req.Documents)+len(req.URLs) > 0 {
+		rec.since("material", start)
+	}
+	if err != nil {
+		return c, err
+	}
+	start = time.Now()
+	fit, err := s.fit(ctx, req, material, maxTokens)
+	rec.since("prompt", start)
+	if err != nil {
+		return c, err
+	}
+	rec.promptTokens, rec.truncated = fit.PromptTokens, fit.Truncated
+	if fit.PromptTokens == 0 {
+		rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
+	}
+	msgs := make([]aoai.Message, len(fit.Messages))
+	for i, m := range fit.Messages {
+		msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
+	}
+
+	if budget.Remaining(ctx) < min(s.MinUpstreamTime, budget.RequestTime(ctx)/4) {
+		// Too little time is left for an answer: no tokens are spent on
+		// a call that would be cut. A request given little time in all
+		// (a caller in a hurry) needs a quarter of it, not the floor.
+		return c, errNoTimeForUpstream
+	}
+	c.req = aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
+	c.fit = fit
+	return c, nil
+}
+
+// streamCall answers a chat call as server-sent events (stream).
+func (s *server) streamCall(w http.ResponseWriter, c *chatCall) {
+	s.stream(w, c.r.WithContext(c.ctx), c.req, c.fit)
+}
+
+// answer writes the answer (not streamed) to a chat call.
+func (s *server) answer(w http.ResponseWriter, c *chatCall, resp *aoai.Response, err error) {
+	recordFrom(c.ctx).since("upstream", c.start)
+	if err != nil {
+		s.fail(w, c.r, err)
+		return
+	}
+	s.noteAnswer(c.ctx, *resp)
+	stampTiming(w, c.r)
+	writeJSON(w, http.StatusOK, chatResponse(c.ctx, *resp, c.fit))
 }
 
 // noteAnswer puts a finished answer on the log line.

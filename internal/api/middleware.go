@@ -46,6 +46,9 @@ func newCORS(origins []string) *cors.Cors {
 
 // record is what a request's log line says; handlers fill it in.
 type record struct {
+	id               string         // the request id, the caller's or ours
+	budget           *budget.Budget // the request's
+	body             *bodyConn      // nil: the request has no body
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
@@ -136,91 +139,127 @@ func saneID(id string) bool {
 }
 
 // begin is the first line of every handler: it starts the budget, settles the
-// request id, and writes the request's one log line when it is done.
+// request id, runs the Origin check and CORS, then the route with panic
+// recovery, and writes the request's one log line when it is done. They
+// are steps of one middleware, not four: each middleware is a frame on the
+// stack of a request waiting on Azure OpenAI (see BenchmarkHeldRequests).
 func (s *server) begin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel, b := budget.Start(r.Context(), s.Budget)
-		defer cancel()
-		conn := watchBody(w, r, b.Deadline)
-		id := r.Header.Get("x-request-id")
-		if !saneID(id) {
-			id = newID()
-		}
-		w.Header().Set("x-request-id", id)
-		rec := &record{started: b.Started}
-		ctx = context.WithValue(ctx, recordKey{}, rec)
-		ctx = context.WithValue(ctx, idKey{}, id)
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		r = r.WithContext(ctx)
+	return front{s, next}
+}
 
-		next.ServeHTTP(ww, r)
-		bodyUnread := conn.unread()
+// front is begin's handler: a type of its own rather than an
+// http.HandlerFunc, which would be one more frame.
+type front struct {
+	s    *server
+	next http.Handler
+}
 
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
+func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ww, r, rec, cancel := f.s.open(w, r)
+	defer cancel()
+	defer f.s.finish(ww, r, rec)
+	if f.s.checkOrigin(ww, r) && f.s.applyCORS(ww, r) {
+		f.next.ServeHTTP(ww, r)
+	}
+}
+
+// finish ends every request (deferred in front): it turns a panic into a
+// 500 that still carries CORS headers (they were set on the way in), and
+// writes the log line. A handler that aborts (http.ErrAbortHandler) is
+// let through to net/http, with no line.
+func (s *server) finish(w middleware.WrapResponseWriter, r *http.Request, rec *record) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			panic(v)
 		}
-		if rec.code == codeClientGone {
-			status = 499 // the caller went away before an answer (nginx's code for it)
-		}
-		level := slog.LevelInfo
-		if r.URL.Path == "/" {
-			level = slog.LevelDebug // the host's readiness ping
-		}
-		attrs := []slog.Attr{
-			slog.String("requestId", id),
-			slog.String("method", r.Method),
-			slog.String("route", routeOf(r)),
-			slog.Int("status", status),
-			slog.Int64("elapsedMs", time.Since(b.Started).Milliseconds()),
-			slog.Int64("budgetMs", b.Deadline.Sub(b.Started).Milliseconds()),
-		}
-		if b.ClientTimeout > 0 {
-			attrs = append(attrs, slog.Int64("clientTimeoutMs", b.ClientTimeout.Milliseconds()))
-		}
-		if rec.attempts > 0 {
-			attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
-		}
-		if rec.upstreamID != "" {
-			attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
-		}
-		if rec.promptTokens == 0 && rec.completionTokens+rec.abandonedTokens > 0 && rec.countPrompt != nil {
-			// Text came back, so Azure processed (and billed) the prompt,
-			// but its usage frame never did (a deadline, a reset, a caller
-			// gone mid-answer): count it here, or the per-caller sums miss it.
-			rec.promptTokens = rec.countPrompt()
-		}
-		if rec.promptTokens > 0 || rec.completionTokens > 0 {
-			attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
-		}
-		if rec.abandonedTokens > 0 {
-			attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
-		}
-		if rec.stream {
-			attrs = append(attrs, slog.Bool("stream", true))
-		}
-		if rec.firstTokenAt > 0 {
-			attrs = append(attrs, slog.Int64("firstTokenMs", rec.firstTokenAt.Milliseconds()))
-		}
-		for _, p := range rec.phases {
-			attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))
-		}
-		if rec.callerOID != "" {
-			attrs = append(attrs, slog.String("callerOid", rec.callerOID), slog.String("callerTid", rec.callerTID))
-		}
-		if rec.code != "" {
-			attrs = append(attrs, slog.String("code", rec.code))
-		}
-		if bodyUnread {
-			// Answered before the body was in: the connection is closed
-			// after the answer, not kept for another request.
-			attrs = append(attrs, slog.Bool("bodyUnread", true))
-		}
-		if rec.err != nil {
-			attrs = append(attrs, slog.String("error", rec.err.Error()))
-		}
-		s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
-	})
+		s.fail(w, r, panicError{v})
+	}
+	s.logRequest(r, w.Status(), rec)
+}
+
+// open starts the request's budget, settles its id, and returns the
+// request with both (and its log record) in its context, and the writer
+// that notes the answer's status.
+func (s *server) open(w http.ResponseWriter, r *http.Request) (middleware.WrapResponseWriter, *http.Request, *record, context.CancelFunc) {
+	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
+	rec := &record{started: b.Started, budget: b, body: watchBody(w, r, b.Deadline)}
+	rec.id = r.Header.Get("x-request-id")
+	if !saneID(rec.id) {
+		rec.id = newID()
+	}
+	w.Header().Set("x-request-id", rec.id)
+	ctx = context.WithValue(ctx, recordKey{}, rec)
+	ctx = context.WithValue(ctx, idKey{}, rec.id)
+	return middleware.NewWrapResponseWriter(w, r.ProtoMajor), r.WithContext(ctx), rec, cancel
+}
+
+// logRequest writes the request's one log line.
+func (s *server) logRequest(r *http.Request, status int, rec *record) {
+	id, b := rec.id, rec.budget
+	bodyUnread := rec.body.unread()
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if rec.code == codeClientGone {
+		status = 499 // the caller went away before an answer (nginx's code for it)
+	}
+	level := slog.LevelInfo
+	if r.URL.Path == "/" {
+		level = slog.LevelDebug // the host's readiness ping
+	}
+	attrs := []slog.Attr{
+		slog.String("requestId", id),
+		slog.String("method", r.Method),
+		slog.String("route", routeOf(r)),
+		slog.Int("status", status),
+		slog.Int64("elapsedMs", time.Since(b.Started).Milliseconds()),
+		slog.Int64("budgetMs", b.Deadline.Sub(b.Started).Milliseconds()),
+	}
+	if b.ClientTimeout > 0 {
+		attrs = append(attrs, slog.Int64("clientTimeoutMs", b.ClientTimeout.Milliseconds()))
+	}
+	if rec.attempts > 0 {
+		attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+	}
+	if rec.upstreamID != "" {
+		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
+	}
+	if rec.promptTokens == 0 && rec.completionTokens+rec.abandonedTokens > 0 && rec.countPrompt != nil {
+		// Text came back, so Azure processed (and billed) the prompt,
+		// but its usage frame never did (a deadline, a reset, a caller
+		// gone mid-answer): count it here, or the per-caller sums miss it.
+		rec.promptTokens = rec.countPrompt()
+	}
+	if rec.promptTokens > 0 || rec.completionTokens > 0 {
+		attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
+	}
+	if rec.abandonedTokens > 0 {
+		attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
+	}
+	if rec.stream {
+		attrs = append(attrs, slog.Bool("stream", true))
+	}
+	if rec.firstTokenAt > 0 {
+		attrs = append(attrs, slog.Int64("firstTokenMs", rec.firstTokenAt.Milliseconds()))
+	}
+	for _, p := range rec.phases {
+		attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))
+	}
+	if rec.callerOID != "" {
+		attrs = append(attrs, slog.String("callerOid", rec.callerOID), slog.String("callerTid", rec.callerTID))
+	}
+	if rec.code != "" {
+		attrs = append(attrs, slog.String("code", rec.code))
+	}
+	if bodyUnread {
+		// Answered before the body was in: the connection is closed
+		// after the answer, not kept for another request.
+		attrs = append(attrs, slog.Bool("bodyUnread", true))
+	}
+	if rec.err != nil {
+		attrs = append(attrs, slog.String("error", rec.err.Error()))
+	}
+	s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
 }
 
 // routeOf names the matched route pattern, or the path class for unmatched
@@ -251,59 +290,41 @@ func newID() string {
 // or that carries more than one Origin header (a browser sends one; with
 // two, which one CORS would echo is anybody's guess), before anything else
 // happens (no upstream call, no CORS headers). Callers that send no Origin,
-// such as the CLI or another service, pass.
-func (s *server) checkOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Values("Origin")) > 1 {
-			s.fail(w, r, errOriginAmbiguous)
-			return
-		}
-		if r.Header.Get("Origin") != "" && !s.cors.OriginAllowed(r) {
-			s.fail(w, r, errOriginNotAllowed)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// such as the CLI or another service, pass. It returns false when it
+// answered.
+func (s *server) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
+	if len(r.Header.Values("Origin")) > 1 {
+		s.fail(w, r, errOriginAmbiguous)
+		return false
+	}
+	if r.Header.Get("Origin") != "" && !s.cors.OriginAllowed(r) {
+		s.fail(w, r, errOriginNotAllowed)
+		return false
+	}
+	return true
 }
 
-// recoverPanics turns a panic into a 500 that still carries CORS headers
-// (they were set on the way in) and a log line.
-func (s *server) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.fail(w, r, panicError{v})
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+// applyCORS sets the CORS headers on the answer to an allowed origin, and
+// answers a preflight (rs/cors's Cors.Handler without the call of the next
+// handler). It returns false when it answered.
+func (s *server) applyCORS(w http.ResponseWriter, r *http.Request) bool {
+	s.cors.HandlerFunc(w, r)
+	// rs/cors's own test of a preflight, which it has just answered.
+	return r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == ""
 }
 
 // checkCaller lets through only a caller the configured check verifies, and
 // puts its object and tenant ids on the log line. Refusals (401, 403, 503
 // auth_unavailable) go through the error table before anything is read or
-// sent upstream.
-func (s *server) checkCaller(next http.Handler) http.Handler {
-	minClient := (s.ClientTimeoutMargin + time.Second).Milliseconds()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A caller that said how long it waits is answered within that even
-		// while its tenant's keys are fetched. An invalid value is left to
-		// the chat handler to refuse, once the caller is known.
-		if ms, err := clientTimeout(r, minClient); err == nil && ms > 0 {
-			ctx, cancel := budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
-		c, err := s.Caller.Check(r.Context(), r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rec := recordFrom(r.Context())
-		rec.callerOID, rec.callerTID = c.OID, c.TID
-		next.ServeHTTP(w, r)
-	})
+// sent upstream. It is the chat handler's first step (prepareChat): only
+// the route that spends tokens checks the caller; preflights end in CORS
+// before any route, and the readiness ping and health need none.
+func (s *server) checkCaller(r *http.Request) error {
+	c, err := s.Caller.Check(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	rec := recordFrom(r.Context())
+	rec.callerOID, rec.callerTID = c.OID, c.TID
+	return nil
 }

@@ -38,7 +38,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		es.delta(text)
 	}
 	start := time.Now()
-	resp, err := s.Chat.Complete(ctx, req)
+	resp, err := s.Chat.Complete(ctx, &req)
 	// The keep-alive's goroutine reads rec's phases (Server-Timing) when it
 	// starts the stream: end stops it before the upstream phase is added.
 	started := es.end()
@@ -47,7 +47,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 	generated := partialOf(err)
 	if err == nil {
 		generated = resp.Content
-		s.noteAnswer(ctx, resp)
+		s.noteAnswer(ctx, *resp)
 	}
 	s.note(r, err)
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
@@ -65,7 +65,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		s.countTokens(rec, generated, es.delivered())
 		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
 	default:
-		es.last(eventDone, chatResponse(ctx, resp, fit))
+		es.last(eventDone, chatResponse(ctx, *resp, fit))
 	}
 	if es.gone() || callerGone {
 		// The caller went away, or stopped reading: nobody reads the rest.

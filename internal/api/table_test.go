@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -92,10 +93,32 @@ func TestErrorTable(t *testing.T) {
 	}
 }
 
-type panickingChat struct{}
+// panickingChat panics with v, "boom" when nil.
+type panickingChat struct{ v any }
 
-func (panickingChat) Complete(context.Context, aoai.Request) (aoai.Response, error) {
+func (p panickingChat) Complete(context.Context, *aoai.Request) (*aoai.Response, error) {
+	if p.v != nil {
+		panic(p.v)
+	}
 	panic("boom")
+}
+
+// A handler that aborts (http.ErrAbortHandler) is let through to net/http,
+// which drops the connection without an answer: no 500 is written, and no
+// log line.
+func TestAbortedHandlerIsLetThrough(t *testing.T) {
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
+		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
+		Chat: panickingChat{http.ErrAbortHandler}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Caller: caller.Anonymous{},
+	})}
+	w := httptest.NewRecorder()
+	assert.PanicsWithValue(t, http.ErrAbortHandler, func() { h.handler.ServeHTTP(w, chatRequest(ask("x"))) })
+	assert.False(t, w.Flushed)
+	assert.Empty(t, w.Body.String())
+	assert.Empty(t, h.logLines())
 }
 
 // A panic anywhere below the middleware is a 500 internal_error that the

@@ -1,0 +1,145 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/config"
+)
+
+// BenchmarkHeldRequests is make perf's memory row in a benchmark: what a
+// request costs while it waits on Azure OpenAI (the upstream has its body
+// and has not answered). 500 chat requests are sent over loopback TCP, each
+// on its own connection, to the stack app.New builds (the production
+// transport, not a test one) and to "floor", a plain net/http handler that
+// decodes the JSON and calls the same upstream with http.Client (as
+// perf/cmd/floor does); once the upstream holds all 500, the goroutine
+// stacks, the heap in use and the goroutines are counted per request. Both
+// count the caller's and the upstream's side of each connection too (one
+// process), so the difference is timebox's own. stack-B/req is the figure
+// the code's shape decides: a request waiting deeper than about 7 KB has a
+// 16 KB goroutine stack instead of 8 KB (Go doubles a stack that fills, and
+// halves it only when a quarter is used), so timebox's must be the floor's.
+func BenchmarkHeldRequests(b *testing.B) {
+	const n = 500
+	var held atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		held.Add(1)
+		defer held.Add(-1)
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"AZURE_OPENAI_ENDPOINT": up.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
+		}[k]
+	})
+	require.NoError(b, err)
+	a, err := app.New(cfg, app.Ext{})
+	require.NoError(b, err)
+	for _, tt := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"timebox", a.Handler},
+		{"floor", floorHandler(up.URL)},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			for b.Loop() {
+				stack, heap, goroutines := holdRequests(b, tt.h, n, &held)
+				b.ReportMetric(stack, "stack-B/req")
+				b.ReportMetric(heap, "heap-B/req")
+				b.ReportMetric(goroutines, "goroutines/req")
+			}
+		})
+	}
+}
+
+// holdRequests sends n chat requests to h over loopback, each on a new
+// connection, waits until the upstream holds them all, and returns the
+// stack and heap in use and the goroutines per request.
+func holdRequests(b *testing.B, h http.Handler, n int, held *atomic.Int64) (stack, heap, goroutines float64) {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g := runtime.NumGoroutine()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	for range n {
+		done.Go(func() {
+			r, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/api/chat", strings.NewReader(ask("What does the travel policy say about trains?")))
+			r.Header.Set("Content-Type", "application/json")
+			if resp, err := client.Do(r); err == nil {
+				resp.Body.Close()
+				b.Errorf("answered while the upstream hangs: %d", resp.StatusCode)
+			}
+		})
+	}
+	for held.Load() < int64(n) && !b.Failed() {
+		runtime.Gosched()
+	}
+	// Two collections: the first may leave stacks to shrink at the second.
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&during)
+	grown := runtime.NumGoroutine() - g
+	cancel()
+	done.Wait()
+	for held.Load() > 0 {
+		runtime.Gosched()
+	}
+	require.False(b, b.Failed())
+	per := func(after, before uint64) float64 { return float64(int64(after)-int64(before)) / float64(n) }
+	return per(during.StackInuse, before.StackInuse), per(during.HeapInuse, before.HeapInuse), float64(grown) / float64(n)
+}
+
+// floorHandler is perf/cmd/floor's chat handler: decode the JSON, call the
+// upstream with http.Client, answer what it said; nothing else.
+func floorHandler(upstreamURL string) http.Handler {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 100
+	client := &http.Client{Transport: t}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": in.Messages, "max_tokens": 1024,
+			"stream": true, "stream_options": map[string]bool{"include_usage": true}})
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, upstreamURL+"/openai/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("api-key", simKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
+}
