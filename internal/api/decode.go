@@ -262,13 +262,21 @@ func (req *ChatRequest) validate() error {
 // positive whole number of milliseconds of at least the margin plus one
 // second, so that the server keeps time to work and to answer.
 func clientTimeout(r *http.Request, minimum int64) (int64, error) {
-	v := r.Header.Get("x-client-timeout-ms")
-	if v == "" {
+	vs := r.Header.Values("x-client-timeout-ms")
+	if len(vs) == 0 || len(vs) == 1 && vs[0] == "" {
 		return 0, nil
 	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms <= 0 || ms > MaxClientTimeout {
+	if len(vs) > 1 {
+		// Two deadlines (a proxy that appended one?): which the caller
+		// keeps is unknown, so neither is guessed, as with two Origins.
+		return 0, invalid("x-client-timeout-ms must be sent once.")
+	}
+	ms, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil || ms <= 0 {
 		return 0, invalid("x-client-timeout-ms must be a positive whole number of milliseconds.")
+	}
+	if ms > MaxClientTimeout {
+		return 0, invalid("x-client-timeout-ms must be at most %d (a day).", MaxClientTimeout)
 	}
 	if ms < minimum {
 		return 0, invalid("x-client-timeout-ms must be at least %d.", minimum)

@@ -60,6 +60,7 @@ func TestBadInputIsRefusedBeforeAnyUpstreamCall(t *testing.T) {
 		{"client timeout negative", ask("a"), "application/json", []string{"x-client-timeout-ms", "-5"}, 400, "invalid_request"},
 		{"client timeout below the minimum", ask("a"), "application/json", []string{"x-client-timeout-ms", "2999"}, 400, "invalid_request"},
 		{"client timeout fractional", ask("a"), "application/json", []string{"x-client-timeout-ms", "5000.5"}, 400, "invalid_request"},
+		{"client timeout over a day", ask("a"), "application/json", []string{"x-client-timeout-ms", "99999999999999999999"}, 400, "invalid_request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +89,25 @@ func manyMessages(n int) string {
 	}
 	b, _ := json.Marshal(map[string]any{"messages": msgs})
 	return string(b)
+}
+
+// x-client-timeout-ms sent twice with different values (a proxy appending
+// its own?) is refused, not read as the first one: probed on the binary,
+// 5000 then 900000 was served as 5000, and the caller may have meant either.
+func TestClientTimeoutSentTwiceIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		r := chatRequest(ask("a"))
+		r.Header.Add("x-client-timeout-ms", "5000")
+		r.Header.Add("x-client-timeout-ms", "900000")
+		w := h.do(r)
+		assert.Equal(t, http.StatusBadRequest, w.Code)
+		e := decodeError(t, w).Error
+		assert.Equal(t, "invalid_request", e.Code)
+		assert.Equal(t, "x-client-timeout-ms must be sent once.", e.Message)
+		assertCORS(t, w.Header())
+		assert.Equal(t, 0, h.sim.Stats().Requests, "no upstream call")
+	})
 }
 
 // A body over the limit is refused while it is read, even when it does not
