@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -42,4 +43,25 @@ func TestCutShortAnswerLogsItsPromptTokens(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A fast 503 bills nothing, however large the prompt that was counted to
+// fit it: probed on the binary, the line of a 200 KB document's 503 said
+// promptTokens 40112, and a per-caller sum of promptTokens billed the
+// caller for it. The count stays on the line, named for what it is.
+func TestRefusedAnswerLogsNoBilledPromptTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		text := strings.Repeat("Expenses need a receipt from the vendor. ", 5000) // ~200 KB
+		body := chatWith("[[sim:status code=503]] What does the policy say?", []doc{
+			{Name: "policy.txt", ContentType: "text/plain", Data: b64([]byte(text))},
+		}, nil)
+		w := h.do(chatRequest(body))
+		assert.Equal(t, 503, w.Code)
+		lines := h.logLines()
+		require.Len(t, lines, 1)
+		assert.EqualValues(t, 503, lines[0]["upstreamStatus"])
+		assert.NotContains(t, lines[0], "promptTokens", "Azure refused the call: nothing was billed")
+		assert.Greater(t, lines[0]["promptTokensCounted"], 10000.0, "the counted prompt is kept, under its own name")
+	})
 }

@@ -147,7 +147,7 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall,
 	if err != nil {
 		return c, err
 	}
-	rec.promptTokens, rec.truncated = fit.PromptTokens, fit.Truncated
+	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated
 	if fit.PromptTokens == 0 {
 		rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
 	}

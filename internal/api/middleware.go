@@ -52,8 +52,9 @@ type record struct {
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
-	upstreamID       string // Azure's apim-request-id of the last attempt
-	promptTokens     int
+	upstreamID       string        // Azure's apim-request-id of the last attempt
+	promptTokens     int           // billed: Azure's usage (see billedPrompt)
+	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
 	completionTokens int           // delivered to the caller
 	abandonedTokens  int           // generated, but the caller never got them
 	started          time.Time     // the budget's start
@@ -71,6 +72,24 @@ type record struct {
 }
 
 type recordKey struct{}
+
+// billedPrompt is the prompt tokens Azure billed: its usage, or, for an
+// answer cut short after text came back but before the usage frame (a
+// deadline, a reset, a caller gone mid-answer), the prompt that was sent,
+// which Azure processed. A refused attempt (a fast 429 or 5xx) or a call
+// never made bills nothing, however large the counted prompt.
+func (rec *record) billedPrompt() int {
+	if rec.promptTokens > 0 || rec.completionTokens+rec.abandonedTokens == 0 {
+		return rec.promptTokens
+	}
+	if rec.countedPrompt > 0 {
+		return rec.countedPrompt
+	}
+	if rec.countPrompt != nil {
+		return rec.countPrompt()
+	}
+	return 0
+}
 
 // phase is one timed step of a request: "material" (fetching and extracting),
 // "prompt" (fitting), "upstream" (the Azure OpenAI call, retries included).
@@ -224,14 +243,14 @@ func (s *server) logRequest(r *http.Request, status int, rec *record) {
 	if rec.upstreamID != "" {
 		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
 	}
-	if rec.promptTokens == 0 && rec.completionTokens+rec.abandonedTokens > 0 && rec.countPrompt != nil {
-		// Text came back, so Azure processed (and billed) the prompt,
-		// but its usage frame never did (a deadline, a reset, a caller
-		// gone mid-answer): count it here, or the per-caller sums miss it.
-		rec.promptTokens = rec.countPrompt()
+	if billed := rec.billedPrompt(); billed > 0 || rec.completionTokens > 0 {
+		attrs = append(attrs, slog.Int("promptTokens", billed), slog.Int("completionTokens", rec.completionTokens))
 	}
-	if rec.promptTokens > 0 || rec.completionTokens > 0 {
-		attrs = append(attrs, slog.Int("promptTokens", rec.promptTokens), slog.Int("completionTokens", rec.completionTokens), slog.Bool("truncated", rec.truncated))
+	if rec.countedPrompt > 0 {
+		attrs = append(attrs, slog.Int("promptTokensCounted", rec.countedPrompt))
+	}
+	if rec.promptTokens > 0 || rec.completionTokens > 0 || rec.countedPrompt > 0 {
+		attrs = append(attrs, slog.Bool("truncated", rec.truncated))
 	}
 	if rec.abandonedTokens > 0 {
 		attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
