@@ -71,9 +71,18 @@ type Source struct {
 // decoding would silently replace bad bytes), then decoded strictly.
 func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
 	var req ChatRequest
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return req, errMediaType
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		// JSON is UTF-8 (RFC 8259 section 8.1): a body in another
+		// charset would fail, or worse pass, as UTF-8.
+		return req, errCharset
+	}
+	if encoded(r.Header) {
+		// A compressed body would otherwise fail as "not valid JSON".
+		return req, errContentEncoding
 	}
 	if r.ContentLength > MaxBodyBytes {
 		return req, &http.MaxBytesError{Limit: MaxBodyBytes}
@@ -86,6 +95,19 @@ func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (Ch
 		return req, err
 	}
 	return req, req.validate()
+}
+
+// encoded reports whether the body has a content coding (gzip, br, ...):
+// timebox reads only plain bodies. "identity" is no coding.
+func encoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readBody reads the body through the size limit, within the request's

@@ -41,6 +41,8 @@ var (
 	errNotFound         = &Error{http.StatusNotFound, "not_found", "There is nothing at this address."}
 	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "This address does not accept that method."}
 	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}
+	errCharset          = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON in UTF-8 (Content-Type: application/json, with no charset or charset=utf-8)."}
+	errContentEncoding  = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request body uncompressed (no Content-Encoding)."}
 	// errBodyLate: the deadline came while the body was still arriving. A
 	// 500, like every other deadline: the same upload would be as slow again.
 	// errNoTimeForUpstream: after reading the material and fitting the

@@ -55,6 +55,12 @@ func TestBadInputIsRefusedBeforeAnyUpstreamCall(t *testing.T) {
 		{"invalid UTF-8", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", "application/json", nil, 400, "invalid_request"},
 		{"wrong content type", `{"messages":[{"role":"user","content":"a"}]}`, "text/plain", nil, 415, "unsupported_media_type"},
 		{"no content type", `{"messages":[{"role":"user","content":"a"}]}`, "", nil, 415, "unsupported_media_type"},
+		// A compressed body failed as "not valid JSON" 400; another charset
+		// would be read as UTF-8 (JSON is UTF-8, RFC 8259).
+		{"gzip content encoding", ask("a"), "application/json", []string{"Content-Encoding", "gzip"}, 415, "unsupported_media_type"},
+		{"two content codings", ask("a"), "application/json", []string{"Content-Encoding", "identity, br"}, 415, "unsupported_media_type"},
+		{"charset latin-1", ask("a"), "application/json; charset=iso-8859-1", nil, 415, "unsupported_media_type"},
+		{"charset utf-16", ask("a"), "application/json; charset=utf-16", nil, 415, "unsupported_media_type"},
 		{"oversized body", big, "application/json", nil, 413, "body_too_large"},
 		{"client timeout not a number", ask("a"), "application/json", []string{"x-client-timeout-ms", "soon"}, 400, "invalid_request"},
 		{"client timeout negative", ask("a"), "application/json", []string{"x-client-timeout-ms", "-5"}, 400, "invalid_request"},
@@ -404,5 +410,17 @@ func TestHeadIsServedWhereverGetIs(t *testing.T) {
 		require.NotEmpty(t, lines)
 		assert.Equal(t, "HEAD", lines[0]["method"])
 		assert.EqualValues(t, 200, lines[0]["status"])
+	})
+}
+
+// The refusals of content codings and charsets leave the plain UTF-8 body
+// alone, however its headers spell that.
+func TestPlainUTF8BodyIsServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		r := chatRequest(ask("a"), "Content-Encoding", "identity")
+		r.Header.Set("Content-Type", `application/json; charset="UTF-8"`)
+		w := h.do(r)
+		assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	})
 }
