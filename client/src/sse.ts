@@ -39,6 +39,7 @@ export class SseDecoder {
   private readonly parser: EventSourceParser;
   private readonly decoder = new TextDecoder('utf-8');
   private limitError: SseLimitError | undefined;
+  private crEnded = false; // the text fed last ended in a CR
 
   constructor(onEvent: (event: SseEvent) => void, maxEventChars = MAX_EVENT_CHARS) {
     this.parser = createParser({
@@ -60,7 +61,15 @@ export class SseDecoder {
   /** Feeds decoded text. Throws {@link SseLimitError} once an event outgrows the limit. */
   text(chunk: string): void {
     if (this.limitError) throw this.limitError;
-    this.parser.feed(chunk);
+    // eventsource-parser 3 holds a CR that ends a chunk until the next one
+    // shows whether an LF follows, so an event closed by lone CRs would
+    // wait for more bytes (or be lost at the end). A CR that ends a chunk
+    // ends its line now, fed as CRLF; an LF opening the next chunk is then
+    // the rest of that CRLF, already counted.
+    let text = chunk;
+    if (this.crEnded && text.charCodeAt(0) === 10) text = text.slice(1);
+    if (chunk !== '') this.crEnded = text.endsWith('\r');
+    if (text !== '') this.parser.feed(this.crEnded ? `${text}\n` : text);
     if (this.limitError) throw this.limitError;
   }
 
