@@ -60,9 +60,10 @@ func BenchmarkHeldRequests(b *testing.B) {
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {
-				stack, heap, goroutines := holdRequests(b, tt.h, n, &held)
+				stack, heap, alloc, goroutines := holdRequests(b, tt.h, n, &held)
 				b.ReportMetric(stack, "stack-B/req")
 				b.ReportMetric(heap, "heap-B/req")
+				b.ReportMetric(alloc, "alloc-B/req")
 				b.ReportMetric(goroutines, "goroutines/req")
 			}
 		})
@@ -70,9 +71,10 @@ func BenchmarkHeldRequests(b *testing.B) {
 }
 
 // holdRequests sends n chat requests to h over loopback, each on a new
-// connection, waits until the upstream holds them all, and returns the
-// stack and heap in use and the goroutines per request.
-func holdRequests(b *testing.B, h http.Handler, n int, held *atomic.Int64) (stack, heap, goroutines float64) {
+// connection, waits until the upstream holds them all, and returns per
+// request the stack and heap in use, the bytes allocated (garbage included:
+// it sets how far the heap grows between collections) and the goroutines.
+func holdRequests(b *testing.B, h http.Handler, n int, held *atomic.Int64) (stack, heap, alloc, goroutines float64) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
@@ -108,7 +110,7 @@ func holdRequests(b *testing.B, h http.Handler, n int, held *atomic.Int64) (stac
 	}
 	require.False(b, b.Failed())
 	per := func(after, before uint64) float64 { return float64(int64(after)-int64(before)) / float64(n) }
-	return per(during.StackInuse, before.StackInuse), per(during.HeapInuse, before.HeapInuse), float64(grown) / float64(n)
+	return per(during.StackInuse, before.StackInuse), per(during.HeapInuse, before.HeapInuse), per(during.TotalAlloc, before.TotalAlloc), float64(grown) / float64(n)
 }
 
 // floorHandler is perf/cmd/floor's chat handler: decode the JSON, call the

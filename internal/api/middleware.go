@@ -44,11 +44,16 @@ func newCORS(origins []string) *cors.Cors {
 	return cors.New(o)
 }
 
-// record is what a request's log line says; handlers fill it in.
+// record is what a request's log line says; handlers fill it in. Its
+// first fields are what begin keeps of the request until the line is
+// written (on the heap, not in begin's frame).
 type record struct {
-	id               string         // the request id, the caller's or ours
-	budget           *budget.Budget // the request's
-	body             *bodyConn      // nil: the request has no body
+	w                middleware.WrapResponseWriter // notes the answer's status
+	r                *http.Request                 // with the budget, the id and the record in its context
+	cancel           context.CancelFunc            // ends the budget's context
+	id               string                        // the request id, the caller's or ours
+	budget           *budget.Budget                // the request's
+	body             *bodyConn                     // nil: the request has no body
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
@@ -174,34 +179,34 @@ type front struct {
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ww, r, rec, cancel := f.s.open(w, r)
-	defer cancel()
-	defer f.s.finish(ww, r, rec)
-	if f.s.checkOrigin(ww, r) && f.s.applyCORS(ww, r) {
-		f.next.ServeHTTP(ww, r)
+	rec := f.s.open(w, r)
+	defer f.s.finish(rec)
+	if f.s.checkOrigin(rec.w, rec.r) && f.s.applyCORS(rec.w, rec.r) {
+		f.next.ServeHTTP(rec.w, rec.r)
 	}
 }
 
 // finish ends every request (deferred in front): it turns a panic into a
-// 500 that still carries CORS headers (they were set on the way in), and
-// writes the log line. A handler that aborts (http.ErrAbortHandler) is
-// let through to net/http, with no line.
-func (s *server) finish(w middleware.WrapResponseWriter, r *http.Request, rec *record) {
+// 500 that still carries CORS headers (they were set on the way in),
+// writes the log line and ends the budget's context. A handler that aborts
+// (http.ErrAbortHandler) is let through to net/http, with no line.
+func (s *server) finish(rec *record) {
+	defer rec.cancel()
 	if v := recover(); v != nil {
 		if v == http.ErrAbortHandler {
 			panic(v)
 		}
-		s.fail(w, r, panicError{v})
+		s.fail(rec.w, rec.r, panicError{v})
 	}
-	s.logRequest(r, w.Status(), rec)
+	s.logRequest(rec)
 }
 
-// open starts the request's budget, settles its id, and returns the
-// request with both (and its log record) in its context, and the writer
-// that notes the answer's status.
-func (s *server) open(w http.ResponseWriter, r *http.Request) (middleware.WrapResponseWriter, *http.Request, *record, context.CancelFunc) {
+// open starts the request's budget, settles its id, and returns its
+// record, which holds the request with both (and the record) in its
+// context, and the writer that notes the answer's status.
+func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
-	rec := &record{started: b.Started, budget: b, body: watchBody(w, r, b.Deadline)}
+	rec := &record{cancel: cancel, started: b.Started, budget: b, body: watchBody(w, r, b.Deadline)}
 	rec.id = r.Header.Get("x-request-id")
 	if !saneID(rec.id) {
 		rec.id = newID()
@@ -209,12 +214,13 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) (middleware.WrapRe
 	w.Header().Set("x-request-id", rec.id)
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	ctx = context.WithValue(ctx, idKey{}, rec.id)
-	return middleware.NewWrapResponseWriter(w, r.ProtoMajor), r.WithContext(ctx), rec, cancel
+	rec.w, rec.r = middleware.NewWrapResponseWriter(w, r.ProtoMajor), r.WithContext(ctx)
+	return rec
 }
 
 // logRequest writes the request's one log line.
-func (s *server) logRequest(r *http.Request, status int, rec *record) {
-	id, b := rec.id, rec.budget
+func (s *server) logRequest(rec *record) {
+	r, status, id, b := rec.r, rec.w.Status(), rec.id, rec.budget
 	bodyUnread := rec.body.unread()
 	if status == 0 {
 		status = http.StatusOK
