@@ -176,35 +176,90 @@ func New(o Options) (*Client, error) {
 // would be written twice). Failures are *Error; when ctx ends the *Error
 // wraps ctx's error.
 func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
+	// Complete is on the stack while a request waits on Azure OpenAI, so it
+	// keeps a small frame: what the attempts share is on the heap (call),
+	// and the work before the wait (request) and after it (settle: read,
+	// retry) is in functions of their own (see BenchmarkHeldRequests in
+	// package api).
+	a, err := c.newCall(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		preq, err := a.request()
+		if err != nil {
+			return nil, err
+		}
+		if a.settle(c.pl.Do(preq)) {
+			return a.resp, a.err
+		}
+	}
+}
+
+// call is one Complete: what its attempts share, and its outcome.
+type call struct {
+	c     *Client
+	ctx   context.Context
+	req   *Request
+	body  []byte
+	n     int       // attempts so far
+	start time.Time // of the last attempt
+	resp  *Response
+	err   error
+}
+
+// newCall returns req's call, its body encoded. The call is on the heap
+// (returned by a function too large to inline), not in Complete's frame.
+func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("complete chat: %w", err)
 	}
-	// Complete is on the stack while a request waits on Azure OpenAI, so
-	// it keeps a small frame: pointers in and out, and the work before the
-	// wait (request), after it (read) and after a failure (retry) in
-	// functions of their own (see BenchmarkHeldRequests in package api).
-	for attempt := 1; ; attempt++ {
-		start := time.Now()
-		var resp *Response
-		var h http.Header
-		preq, err := c.request(ctx, body, req.RequestID)
-		if err == nil {
-			var hr *http.Response
-			if hr, err = c.pl.Do(preq); err != nil {
-				err = sendFailure(ctx, err)
-			} else {
-				resp, h, err = c.read(ctx, hr, req.OnDelta)
-			}
-		}
-		if err == nil {
-			resp.Attempts, resp.UpstreamRequestID = attempt, upstreamRequestID(h)
-			return resp, nil
-		}
-		if again, err := c.retry(ctx, attempt, time.Since(start), h, err); !again {
-			return nil, err
-		}
+	return &call{c: c, ctx: ctx, req: req, body: body}, nil
+}
+
+// request begins an attempt: its request, the body left for settle
+// (azcore's SkipBodyDownload).
+func (a *call) request() (*policy.Request, error) {
+	a.n++
+	a.start = time.Now()
+	req, err := runtime.NewRequest(a.ctx, http.MethodPost, a.c.url)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
 	}
+	req.Raw().Header.Set("User-Agent", userAgent)
+	req.Raw().Header.Set("Accept", "text/event-stream")
+	if a.req.RequestID != "" {
+		req.Raw().Header.Set("x-ms-client-request-id", a.req.RequestID)
+	}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), "application/json"); err != nil {
+		return nil, fmt.Errorf("set body: %w", err)
+	}
+	// The body is read here, not by azcore, so that text is handed on as it
+	// arrives.
+	runtime.SkipBodyDownload(req)
+	return req, nil
+}
+
+// settle ends an attempt that got hr or failed with err: it reads the
+// answer, and decides whether the call is done (resp or err set) or tries
+// again (after the wait the rule says).
+func (a *call) settle(hr *http.Response, err error) (done bool) {
+	var h http.Header
+	if err != nil {
+		err = sendFailure(a.ctx, err)
+	} else {
+		a.resp, h, err = a.c.read(a.ctx, hr, a.req.OnDelta)
+	}
+	if err == nil {
+		a.resp.Attempts, a.resp.UpstreamRequestID = a.n, upstreamRequestID(h)
+		return true
+	}
+	again, err := a.c.retry(a.ctx, a.n, time.Since(a.start), h, err)
+	if !again {
+		a.err = err
+	}
+	return !again
 }
 
 // upstreamRequestID is Azure's own id for an attempt, when it answered.
@@ -265,27 +320,6 @@ func (c *Client) body(req *Request) ([]byte, error) {
 		m["model"] = c.deployment
 	}
 	return json.Marshal(m)
-}
-
-// request builds one attempt's request, its body left for read (azcore's
-// SkipBodyDownload).
-func (c *Client) request(ctx context.Context, body []byte, requestID string) (*policy.Request, error) {
-	req, err := runtime.NewRequest(ctx, http.MethodPost, c.url)
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Raw().Header.Set("User-Agent", userAgent)
-	req.Raw().Header.Set("Accept", "text/event-stream")
-	if requestID != "" {
-		req.Raw().Header.Set("x-ms-client-request-id", requestID)
-	}
-	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
-		return nil, fmt.Errorf("set body: %w", err)
-	}
-	// The body is read here, not by azcore, so that text is handed on as it
-	// arrives.
-	runtime.SkipBodyDownload(req)
-	return req, nil
 }
 
 // sendFailure classifies a request that got no answer.

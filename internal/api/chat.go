@@ -54,25 +54,26 @@ type Truncated struct {
 type chatRoute struct{ s *server }
 
 func (h chatRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := h.s
-	c, err := s.prepareChat(w, r)
+	// The calls take few arguments: each call's are spilled to this frame.
+	c := h.s.prepareChat(w, r)
 	defer c.release()
-	if err != nil {
-		s.fail(w, c.r, err)
-		return
+	switch {
+	case c.err != nil:
+		c.fail()
+	case wantsStream(r):
+		c.stream()
+	default:
+		c.start = time.Now()
+		c.resp, c.err = h.s.Chat.Complete(c.ctx, &c.req)
+		c.answer()
 	}
-	if wantsStream(r) {
-		s.streamCall(w, c)
-		return
-	}
-	c.start = time.Now()
-	resp, err := s.Chat.Complete(c.ctx, &c.req)
-	s.answer(w, c, resp, err)
 }
 
 // chatCall is a chat request ready for Azure OpenAI, and what it holds
 // until it is answered.
 type chatCall struct {
+	s      *server
+	w      http.ResponseWriter
 	r      *http.Request // r with ctx
 	ctx    context.Context
 	cancel context.CancelFunc // ends ctx when the caller's timeout shortened it
@@ -80,6 +81,8 @@ type chatCall struct {
 	req    aoai.Request
 	fit    prompt.Result
 	start  time.Time // of the upstream call
+	resp   *aoai.Response
+	err    error // of preparing the call, then of the call
 }
 
 // release gives back what the request held.
@@ -91,10 +94,16 @@ func (c *chatCall) release() {
 }
 
 // prepareChat does everything before the upstream call: the caller's
-// timeout, admission, the body, the material and the prompt. The returned
-// chatCall is never nil and must be released, error or not.
-func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall, error) {
-	c := &chatCall{ctx: r.Context(), r: r}
+// check and timeout, admission, the body, the material and the prompt. The
+// returned chatCall must be released, whether it failed (err) or not.
+func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) *chatCall {
+	c := &chatCall{s: s, w: w, ctx: r.Context(), r: r}
+	c.err = s.prepare(c, w, r)
+	return c
+}
+
+// prepare is prepareChat's work on c.
+func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) error {
 	// A caller that said how long it waits is answered within that even
 	// while its tenant's keys are fetched. An invalid value is refused once
 	// the caller is known.
@@ -104,10 +113,10 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall,
 		c.r = r.WithContext(c.ctx)
 	}
 	if err := s.checkCaller(c.r); err != nil {
-		return c, err
+		return err
 	}
 	if msErr != nil {
-		return c, msErr
+		return msErr
 	}
 	ctx := c.ctx
 	// The request's cost is taken before each commitment (the body
@@ -115,18 +124,18 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall,
 	// extracted), and given back when the request ends.
 	c.ticket = s.Admission.Ticket()
 	if err := c.ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
-		return c, err
+		return err
 	}
 	req, err := decodeChat(ctx, w, r)
 	if err != nil {
-		return c, err
+		return err
 	}
 	if err := c.ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
-		return c, err
+		return err
 	}
 	rec := recordFrom(ctx)
 	if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
-		return c, invalid("This service does not read pages or documents.")
+		return invalid("This service does not read pages or documents.")
 	}
 
 	maxTokens := s.MaxTokens
@@ -139,13 +148,13 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall,
 		rec.since("material", start)
 	}
 	if err != nil {
-		return c, err
+		return err
 	}
 	start = time.Now()
 	fit, err := s.fit(ctx, req, material, maxTokens)
 	rec.since("prompt", start)
 	if err != nil {
-		return c, err
+		return err
 	}
 	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated
 	if fit.PromptTokens == 0 {
@@ -160,28 +169,30 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) (*chatCall,
 		// Too little time is left for an answer: no tokens are spent on
 		// a call that would be cut. A request given little time in all
 		// (a caller in a hurry) needs a quarter of it, not the floor.
-		return c, errNoTimeForUpstream
+		return errNoTimeForUpstream
 	}
 	c.req = aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
 	c.fit = fit
-	return c, nil
+	return nil
 }
 
-// streamCall answers a chat call as server-sent events (stream).
-func (s *server) streamCall(w http.ResponseWriter, c *chatCall) {
-	s.stream(w, c.r.WithContext(c.ctx), c.req, c.fit)
-}
+// fail answers the error of preparing the call.
+func (c *chatCall) fail() { c.s.fail(c.w, c.r, c.err) }
 
-// answer writes the answer (not streamed) to a chat call.
-func (s *server) answer(w http.ResponseWriter, c *chatCall, resp *aoai.Response, err error) {
+// stream answers the call as server-sent events (server.stream).
+func (c *chatCall) stream() { c.s.stream(c.w, c.r.WithContext(c.ctx), c.req, c.fit) }
+
+// answer writes the answer (not streamed) to the call.
+func (c *chatCall) answer() {
+	s := c.s
 	recordFrom(c.ctx).since("upstream", c.start)
-	if err != nil {
-		s.fail(w, c.r, err)
+	if c.err != nil {
+		s.fail(c.w, c.r, c.err)
 		return
 	}
-	s.noteAnswer(c.ctx, *resp)
-	stampTiming(w, c.r)
-	writeJSON(w, http.StatusOK, chatResponse(c.ctx, *resp, c.fit))
+	s.noteAnswer(c.ctx, *c.resp)
+	stampTiming(c.w, c.r)
+	writeJSON(c.w, http.StatusOK, chatResponse(c.ctx, *c.resp, c.fit))
 }
 
 // noteAnswer puts a finished answer on the log line.
