@@ -34,12 +34,13 @@ func newTransport() roundTripper {
 		ExpectContinueTimeout: time.Second,
 		// What a request holds while it waits on Azure OpenAI: net/http's
 		// 4 KiB each way per connection is more than a request's headers
-		// (under 1 KiB) or Azure's answer headers (about 1 KiB) need; a
-		// larger body bypasses the write buffer, and the stream is read in
-		// events of a few hundred bytes. 3.6 KB less per held request in
-		// make perf.
+		// (under 1 KiB with an api-key) need; a larger body bypasses the
+		// write buffer; Azure's answer headers (about 1 KiB) take two reads
+		// of 1 KiB, a header line or a chunk longer than the buffer is read
+		// on (bufio's ReadLine), and the stream is read in events of a few
+		// hundred bytes. 6 KB less per held request than net/http's default.
 		WriteBufferSize: 1 << 10,
-		ReadBufferSize:  2 << 10,
+		ReadBufferSize:  1 << 10,
 		// No Accept-Encoding: gzip. The answer is a stream of small events
 		// that a compressing server may hold back to fill its compressor's
 		// blocks (a later first token), and asking for gzip costs each

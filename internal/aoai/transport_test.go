@@ -98,12 +98,15 @@ func TestDefaultTransportKeepsConnectionsForAFullInstance(t *testing.T) {
 	assert.Zero(t, round(), "the second round reuses the first round's connections")
 }
 
-// The default transport's small buffers (1 KiB to write, 2 KiB to read)
-// carry a request body many times their size and the simulator's full set of
-// Azure's answer headers.
+// The default transport's small buffers (1 KiB each way) carry a request
+// body many times their size, the simulator's full set of Azure's answer
+// headers, and a header line three times the read buffer.
 func TestDefaultTransportCarriesLargeBodies(t *testing.T) {
 	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	srv := httptest.NewServer(sim)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-ms-long", strings.Repeat("x", 3<<10))
+		sim.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	endpoint, _ := url.Parse(srv.URL)
 	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
