@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/budget"
@@ -48,12 +47,12 @@ func newCORS(origins []string) *cors.Cors {
 // first fields are what begin keeps of the request until the line is
 // written (on the heap, not in begin's frame).
 type record struct {
-	w                middleware.WrapResponseWriter // notes the answer's status
-	r                *http.Request                 // with the budget, the id and the record in its context
-	cancel           context.CancelFunc            // ends the budget's context
-	id               string                        // the request id, the caller's or ours
-	budget           *budget.Budget                // the request's
-	body             *bodyConn                     // nil: the request has no body
+	w                *statusWriter      // notes the answer's status
+	r                *http.Request      // with the budget, the id and the record in its context
+	cancel           context.CancelFunc // ends the budget's context
+	id               string             // the request id, the caller's or ours
+	budget           *budget.Budget     // the request's
+	body             *bodyConn          // nil: the request has no body
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
@@ -214,7 +213,7 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	w.Header().Set("x-request-id", rec.id)
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	ctx = context.WithValue(ctx, idKey{}, rec.id)
-	rec.w, rec.r = middleware.NewWrapResponseWriter(w, r.ProtoMajor), r.WithContext(ctx)
+	rec.w, rec.r = &statusWriter{ResponseWriter: w}, r.WithContext(ctx)
 	return rec
 }
 
@@ -353,3 +352,38 @@ func (s *server) checkCaller(r *http.Request) error {
 	rec.callerOID, rec.callerTID = c.OID, c.TID
 	return nil
 }
+
+// statusWriter notes the answer's status for the log line. It unwraps
+// (http.ResponseController, innermost) to net/http's writer for flushes and
+// deadlines. Only the first status goes through, as only the first counts
+// (net/http logs the others as superfluous); 1xx are passed on unnoted.
+// (chi's middleware.WrapResponseWriter did this; its package also links
+// net/http/pprof and expvar, whose initialisation every cold start paid.)
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+// Status is the answer's status; 0 until a header or body is written.
+func (w *statusWriter) Status() int { return w.status }
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	if w.status == 0 {
+		w.status = code
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns net/http's writer (http.ResponseController).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
