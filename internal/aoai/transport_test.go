@@ -161,13 +161,14 @@ func TestDefaultTransportErrorsNameTheRequest(t *testing.T) {
 	assert.Equal(t, srv.URL+"/openai/v1/chat/completions", ue.URL)
 }
 
-// Every request says it is timebox's, as azcore's telemetry policy (off:
-// one frame less on a waiting request's stack) would say it.
-func TestRequestsCarryTimeboxUserAgent(t *testing.T) {
-	agents := make(chan string, 1)
+// headersOfOneCall makes one call through the default transport to the
+// simulator and returns the request headers the simulator received.
+func headersOfOneCall(t *testing.T) http.Header {
+	t.Helper()
+	headers := make(chan http.Header, 1)
 	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		agents <- r.Header.Get("User-Agent")
+		headers <- r.Header.Clone()
 		sim.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
@@ -176,24 +177,18 @@ func TestRequestsCarryTimeboxUserAgent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Complete(context.Background(), req("hi"))
 	require.NoError(t, err)
-	assert.Equal(t, "azsdk-go-timebox/v1 ("+runtime.Version()+"; "+runtime.GOOS+")", <-agents)
+	return <-headers
+}
+
+// Every request says it is timebox's, as azcore's telemetry policy (off:
+// one frame less on a waiting request's stack) would say it.
+func TestRequestsCarryTimeboxUserAgent(t *testing.T) {
+	assert.Equal(t, "azsdk-go-timebox/v1 ("+runtime.Version()+"; "+runtime.GOOS+")", headersOfOneCall(t).Get("User-Agent"))
 }
 
 // The default transport does not ask for a compressed answer: a stream of
 // small events is not worth it, and a compressing server may hold events
 // back to fill its blocks.
 func TestDefaultTransportAsksForNoCompression(t *testing.T) {
-	encodings := make(chan []string, 1)
-	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		encodings <- r.Header.Values("Accept-Encoding")
-		sim.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	endpoint, _ := url.Parse(srv.URL)
-	c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k"})
-	require.NoError(t, err)
-	_, err = c.Complete(context.Background(), req("hi"))
-	require.NoError(t, err)
-	assert.Empty(t, <-encodings)
+	assert.Empty(t, headersOfOneCall(t).Values("Accept-Encoding"))
 }
