@@ -34,13 +34,14 @@ sppkg:
 test-e2e:
 	bash e2e/run.sh
 
-# lint: go vet, a formatting check and staticcheck.
+# lint: go vet, a formatting check and staticcheck (of our code: third_party/ is upstream's, as its own
+# modules outside ./...), and that each fork in third_party/ is its pinned upstream plus its patch.
 lint:
-	go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go'))" && go run $(STATICCHECK) ./...
+	go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go' ':!third_party'))" && go run $(STATICCHECK) ./... && bash scripts/third_party.sh --check
 
 # fmt: format the Go code.
 fmt:
-	gofmt -w $$(git ls-files '*.go')
+	gofmt -w $$(git ls-files '*.go' ':!third_party')
 
 # build: the linux/amd64 handler binary, named as host.json names it, at the repo root.
 build:

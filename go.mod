@@ -51,3 +51,10 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
+
+// Forks that build at first use what upstream builds at package init (cold start): see
+// docs/architecture.md, "third_party". scripts/third_party.sh writes them and checks this pin.
+replace (
+	codeberg.org/readeck/go-readability/v2 v2.1.3 => ./third_party/go-readability
+	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 => ./third_party/pdf
+)

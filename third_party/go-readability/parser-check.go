@@ -1,0 +1,68 @@
+package readability
+
+import (
+	"math"
+	"strings"
+
+	"codeberg.org/readeck/go-readability/v2/internal/re2go"
+	"github.com/go-shiori/dom"
+	"golang.org/x/net/html"
+)
+
+// CheckDocument checks whether the document is readable without parsing the whole thing.
+func (ps *Parser) CheckDocument(doc *html.Node) bool {
+	// Get <p> and <pre> nodes.
+	nodes := dom.QuerySelectorAll(doc, "p, pre, article")
+
+	// Also get <div> nodes which have <br> node(s) and append
+	// them into the `nodes` variable.
+	// Some articles' DOM structures might look like :
+	//
+	// <div>
+	//     Sentences<br>
+	//     <br>
+	//     Sentences<br>
+	// </div>
+	//
+	// So we need to make sure only fetch the div once.
+	// To do so, we will use map as dictionary.
+	tracker := make(map[*html.Node]struct{})
+	for _, br := range dom.QuerySelectorAll(doc, "div > br") {
+		if br.Parent == nil {
+			continue
+		}
+
+		if _, exist := tracker[br.Parent]; !exist {
+			tracker[br.Parent] = struct{}{}
+			nodes = append(nodes, br.Parent)
+		}
+	}
+
+	// This is a little cheeky, we use the accumulator 'score' to decide what
+	// to return from this callback.
+	score := float64(0)
+	return ps.someNode(nodes, func(node *html.Node) bool {
+		if !ps.isProbablyVisible(node) {
+			return false
+		}
+
+		matchString := dom.ClassName(node) + " " + dom.ID(node)
+		if re2go.IsUnlikelyCandidates(matchString) &&
+			!re2go.MaybeItsACandidate(matchString) {
+			return false
+		}
+
+		if dom.TagName(node) == "p" && ps.hasAncestorTag(node, "li", -1, nil) {
+			return false
+		}
+
+		nodeText := strings.TrimSpace(dom.TextContent(node))
+		nodeTextLength := len(nodeText)
+		if nodeTextLength < 140 {
+			return false
+		}
+
+		score += math.Sqrt(float64(nodeTextLength - 140))
+		return score > 20
+	})
+}
