@@ -1,6 +1,12 @@
 package tokens
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -20,16 +26,19 @@ func TestVocabulariesMatchTheLibrary(t *testing.T) {
 			ours, err := newBPE(enc)
 			require.NoError(t, err)
 
-			n := 0
-			for tok, id := range ours.vocabulary {
-				got, err := lib.Decode([]uint{id})
+			n := ours.vocab.Len()
+			for id := range n {
+				tok := ours.vocab.Token(id)
+				got, err := lib.Decode([]uint{uint(id)})
+				if tok == "" {
+					require.Error(t, err, "the library has id %d, which the embedded vocabulary lacks", id)
+					continue
+				}
 				require.NoError(t, err, "id %d", id)
 				require.Equal(t, got, tok, "id %d", id)
-				n++
 			}
 			// The library has no token for an id past the last of ours.
-			_, err = lib.Decode([]uint{uint(n)})
-			for id := n; err == nil; id++ {
+			for id := n; id < n+1000; id++ {
 				_, err = lib.Decode([]uint{uint(id)})
 				require.Error(t, err, "the library has id %d, which the embedded vocabulary lacks", id)
 			}
@@ -54,4 +63,111 @@ func TestVocabulariesMatchTheLibrary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every token of both encodings is found under its own id, and byte strings
+// that are no token are not found: the embedded tables' hash (vocabtable's,
+// which vocabgen wrote them with) and every slot are intact.
+func TestEveryIDRoundTrips(t *testing.T) {
+	for _, enc := range []string{"o200k_base", "cl100k_base"} {
+		t.Run(enc, func(t *testing.T) {
+			c, err := newBPE(enc)
+			require.NoError(t, err)
+			tokens := 0
+			for id := range c.vocab.Len() {
+				tok := c.vocab.Token(id)
+				if tok == "" {
+					continue
+				}
+				tokens++
+				got, ok := c.vocab.Lookup(tok)
+				require.True(t, ok, "id %d (%q) is not found", id, tok)
+				require.Equal(t, uint32(id), got, "%q", tok)
+			}
+			assert.Greater(t, tokens, 100_000)
+			for _, s := range []string{"", "no such token in any vocabulary", strings.Repeat("a", 1000), "\xff\xff\xff"} {
+				_, ok := c.vocab.Lookup(s)
+				assert.False(t, ok, "%q", s)
+			}
+		})
+	}
+}
+
+// A table damaged in the build (cut short, or from another format version)
+// is refused when the codec is built, never read.
+func TestADamagedTableIsRefused(t *testing.T) {
+	real := o200kTable
+	t.Cleanup(func() { o200kTable = real })
+	for name, damaged := range map[string]string{
+		"cut short":     real[:len(real)-1],
+		"other version": real[:7] + "\x02" + real[8:],
+		"empty":         "",
+	} {
+		o200kTable = damaged
+		_, err := newBPE("o200k_base")
+		assert.ErrorContains(t, err, "the embedded o200k_base table", name)
+	}
+}
+
+// firstCountChild marks the process TestTheFirstCountBuildsNoVocabulary starts.
+const firstCountChild = "TOKENS_TEST_FIRST_COUNT_CHILD"
+
+// Counting in a fresh process builds nothing the size of a vocabulary: the
+// tables are read in place. A heap vocabulary (a map of 100,000-200,000
+// tokens, 17-19 MB) anywhere on the way, even built once and lazily, fails
+// this. It runs in a process of its own because other tests build the
+// library's vocabularies.
+func TestTheFirstCountBuildsNoVocabulary(t *testing.T) {
+	if os.Getenv(firstCountChild) != "" {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for _, enc := range []string{"o200k_base", "cl100k_base"} {
+			c, err := New(enc)
+			require.NoError(t, err)
+			require.Equal(t, 42, c.Prompt([]Message{{Role: "user", Content: "Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."}}))
+		}
+		runtime.ReadMemStats(&after)
+		fmt.Printf("allocated %d bytes\n", after.TotalAlloc-before.TotalAlloc)
+		return
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), exe, "-test.run=^TestTheFirstCountBuildsNoVocabulary$", "-test.count=1")
+	cmd.Env = append(os.Environ(), firstCountChild+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var allocated int
+	_, err = fmt.Sscanf(regexp.MustCompile(`allocated \d+ bytes`).FindString(string(out)), "allocated %d bytes", &allocated)
+	require.NoError(t, err, "%s", out)
+	t.Logf("the first counts allocated %d bytes", allocated)
+	assert.Less(t, allocated, 1<<20, "bytes allocated by the first counts of both encodings")
+}
+
+// Looking tokens up allocates nothing: counting text whose every piece is a
+// token allocates what splitting it into pieces does, and no more. (The
+// margin is the split's own noise under -race, where sync.Pool drops some of
+// what it is given; an allocation per lookup would add one per piece.)
+func TestLookupsAllocateNothing(t *testing.T) {
+	c, err := newBPE("o200k_base")
+	require.NoError(t, err)
+	text := strings.Repeat("the report shows that the third quarter was good and the costs fell ", 50)
+	pieces := 0
+	split := testing.AllocsPerRun(20, func() {
+		pieces = 0
+		m, _ := c.split.FindStringMatch(text)
+		for m != nil {
+			_ = m.String()
+			pieces++
+			m, _ = c.split.FindNextMatch(m)
+		}
+	})
+	counting := testing.AllocsPerRun(20, func() {
+		_ = c.each(context.Background(), text, func(int) {})
+	})
+	require.Greater(t, pieces, 500)
+	tokens := 0
+	require.NoError(t, c.each(context.Background(), text, func(int) { tokens++ }))
+	require.Equal(t, pieces, tokens, "every piece is one token")
+	assert.LessOrEqual(t, counting, split+float64(pieces)/10)
+	assert.Positive(t, split, "the split allocates; if not, this test proves nothing")
 }

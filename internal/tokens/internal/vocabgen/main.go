@@ -1,20 +1,18 @@
-// Command vocabgen writes the vocabularies package tokens embeds
-// (internal/tokens/vocab/<encoding>.gz) from github.com/tiktoken-go/tokenizer,
-// the version go.mod names: every token in id order, each as its length (a
-// uvarint; 0 for an id with no token) and its bytes, gzipped. Run it with go
-// generate in internal/tokens after upgrading the tokenizer; a test checks the
-// files against the library token by token.
+// Command vocabgen writes the vocabulary tables package tokens embeds
+// (internal/tokens/vocab/<encoding>.table, in internal/vocabtable's format)
+// from github.com/tiktoken-go/tokenizer, the version go.mod names. Run it with
+// go generate in internal/tokens after upgrading the tokenizer; a test checks
+// the tables against the library token by token.
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/timebox-dev/timebox/internal/tokens/internal/vocabtable"
 )
 
 func main() {
@@ -42,18 +40,9 @@ func write(enc tokenizer.Encoding) error {
 		}
 		toks = append(toks, tok)
 	}
-	var raw bytes.Buffer
-	for _, tok := range toks[:last+1] {
-		raw.Write(binary.AppendUvarint(nil, uint64(len(tok))))
-		raw.WriteString(tok)
+	table, err := vocabtable.Build(toks[:last+1])
+	if err != nil {
+		return fmt.Errorf("%s: %w", enc, err)
 	}
-	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join("vocab", string(enc)+".gz"), out.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join("vocab", string(enc)+".table"), table, 0o644)
 }
