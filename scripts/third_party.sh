@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 forks=(
   "go-readability codeberg.org/readeck/go-readability/v2 v2.1.3 . render internal/re2go"
   "pdf github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 ."
+  "go-shiori-dom github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c ."
 )
 
 mode="${1:-write}"
