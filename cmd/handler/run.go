@@ -62,8 +62,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	// Only now, with the port open for the host's readiness ping.
-	a.Warm()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

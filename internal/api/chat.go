@@ -240,11 +240,6 @@ func (s *server) fit(ctx context.Context, req ChatRequest, material []prompt.Sou
 	if res, ok := prompt.FitUncounted(in, lim); ok {
 		return res, nil
 	}
-	// Counting needs the vocabulary, which loads after the port opens; the
-	// first requests that count wait for it, within their deadline.
-	if err := s.Tokens.Wait(ctx); err != nil {
-		return prompt.Result{}, notAsked(ctx, err)
-	}
 	res, err := prompt.FitContext(ctx, s.Tokens, in, lim)
 	if err != nil {
 		return res, notAsked(ctx, fmt.Errorf("fit prompt: %w", err))

@@ -23,7 +23,6 @@ import (
 func TestFitOutOfTimeSaysTheAIServiceWasNotAsked(t *testing.T) {
 	counter, err := tokens.New("o200k_base")
 	require.NoError(t, err)
-	counter.Load()
 	s := &server{Options: Options{Tokens: counter, ContextWindow: 128_000, MaxTokens: 1024}}
 	material := []prompt.Source{{Kind: prompt.KindDocument, Title: "big.html", Text: strings.Repeat("word ", 400_000)}}
 	req := ChatRequest{Messages: []ChatMessage{{Role: "user", Content: "summarise"}}}

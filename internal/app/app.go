@@ -67,15 +67,7 @@ type App struct {
 	// Logger writes JSON lines to Ext.Logs at cfg.LogLevel; the binary's
 	// own lines (listening, shutting down, the server's errors) use it too.
 	Logger *slog.Logger
-
-	tokens *tokens.Counter
 }
-
-// Warm starts loading, in the background, what New left for later so the
-// port could open first: the tokenizer's vocabulary (about 20 ms of CPU).
-// Call it once the listener is open; a request that needs the vocabulary
-// before then waits for it within its own deadline.
-func (a *App) Warm() { a.tokens.Load() }
 
 // New builds the stack from cfg. It fails when the tokenizer, the
 // credential or the upstream client cannot be built.
@@ -130,7 +122,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		}),
 		Extractor: extractor,
 	})
-	return &App{Handler: h, Logger: logger, tokens: counter}, nil
+	return &App{Handler: h, Logger: logger}, nil
 }
 
 // upstream builds the Azure OpenAI client: api-key auth when a key is set,

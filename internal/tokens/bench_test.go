@@ -1,7 +1,6 @@
 package tokens_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -57,21 +56,5 @@ func BenchmarkTextByKind(b *testing.B) {
 				b.ReportMetric(float64(len(text))/float64(n), "bytes/token")
 			})
 		}
-	}
-}
-
-// BenchmarkLoad measures loading an encoding (New, then Wait): the first
-// load in a process builds the vocabulary, later ones only compile the split
-// regexp. New alone loads nothing, so the port opens before this is paid.
-func BenchmarkLoad(b *testing.B) {
-	for _, enc := range []string{"o200k_base", "cl100k_base"} {
-		b.Run(enc, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				c, err := tokens.New(enc)
-				require.NoError(b, err)
-				require.NoError(b, c.Wait(context.Background()))
-			}
-		})
 	}
 }

@@ -51,7 +51,6 @@ func TestSegmentsKeepTheCount(t *testing.T) {
 	text := strings.Repeat("The budget forecast for the next quarter, in figures: 1234.5 and more.\n", 4000)
 	require.Greater(t, len(text), 4*maxSegment)
 	var whole int
-	c.loadNow()
-	_ = c.codec.eachIn(context.Background(), text, func(int) { whole++ })
+	_ = c.codec().eachIn(context.Background(), text, func(int) { whole++ })
 	assert.Equal(t, whole, c.Text(text))
 }

@@ -1,8 +1,8 @@
 // Package tokens counts tokens the way Azure OpenAI bills them, offline, with
-// the vocabularies of github.com/tiktoken-go/tokenizer (embedded compressed,
-// see bpe.go). The server uses
-// it to fit prompts before they are sent and the simulator uses the same code
-// to answer usage, rate limits and context_length_exceeded, so the two agree.
+// the vocabularies of github.com/tiktoken-go/tokenizer (embedded as tables
+// read in place, see vocab.go). The server uses it to fit prompts before they
+// are sent and the simulator uses the same code to answer usage, rate limits
+// and context_length_exceeded, so the two agree.
 package tokens
 
 import (
@@ -31,79 +31,39 @@ type Message struct {
 // Counter counts tokens with one encoding. A Counter is safe for concurrent
 // use. The zero value is not usable; call New or ForModel.
 //
-// The vocabulary (a map of 100,000-200,000 tokens, about 20 ms of CPU and
-// tens of MB) is not loaded by New: the Functions host waits for the port to
-// open, and most prompts fit without counting (prompt.FitUncounted). It
-// loads on Load (in the background), on Wait, or on the first count.
+// There is nothing to load: the vocabulary is a table in the binary's
+// read-only data (vocab.go). The first count of an encoding in a process
+// checks its table's header and compiles its split pattern (about 0.1 ms);
+// every Counter of that encoding then shares them.
 type Counter struct {
 	encoding string
-	start    sync.Once     // starts the background load once
-	once     sync.Once     // loads once
-	ready    chan struct{} // closed when codec is set
-	codec    *bpe
+	codec    func() *bpe
 }
 
-// load builds the codec of an encoding New accepted. A variable so that the
-// package's tests can make loading slow.
-var load = func(encoding string) *bpe {
+// codecs builds each encoding's codec once, at its first count.
+var codecs = map[string]func() *bpe{
+	"o200k_base":  sync.OnceValue(func() *bpe { return mustBPE("o200k_base") }),
+	"cl100k_base": sync.OnceValue(func() *bpe { return mustBPE("cl100k_base") }),
+}
+
+func mustBPE(encoding string) *bpe {
 	c, err := newBPE(encoding)
 	if err != nil {
-		// The vocabularies are embedded: this is a broken build, which
-		// TestVocabulariesMatchTheLibrary catches first.
-		panic(fmt.Sprintf("tokens: load %s: %v", encoding, err))
+		// The tables are embedded: this is a broken build, which
+		// TestADamagedTableIsRefused and TestEveryIDRoundTrips catch first.
+		panic(fmt.Sprintf("tokens: a broken build: %v", err))
 	}
 	return c
 }
 
 // New returns a Counter for an encoding name: "o200k_base" or
-// "cl100k_base". It does not load the vocabulary.
+// "cl100k_base".
 func New(encoding string) (*Counter, error) {
-	switch encoding {
-	case "o200k_base", "cl100k_base":
-	default:
+	codec, ok := codecs[encoding]
+	if !ok {
 		return nil, fmt.Errorf("tokens: unsupported encoding %q (want o200k_base or cl100k_base)", encoding)
 	}
-	return &Counter{encoding: encoding, ready: make(chan struct{})}, nil
-}
-
-// Load starts loading the vocabulary in the background and returns at once.
-func (c *Counter) Load() {
-	c.start.Do(func() { go c.loadNow() })
-}
-
-// Wait returns once the vocabulary is loaded (starting the load if need be),
-// or with ctx's cause if ctx ends first: a request waits for the vocabulary
-// within its own deadline, never past it.
-func (c *Counter) Wait(ctx context.Context) error {
-	select {
-	case <-c.ready:
-		return nil
-	default:
-	}
-	c.Load()
-	select {
-	case <-c.ready:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("tokens: waiting for the %s vocabulary: %w", c.encoding, context.Cause(ctx))
-	}
-}
-
-// Loaded reports whether the vocabulary is loaded.
-func (c *Counter) Loaded() bool {
-	select {
-	case <-c.ready:
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *Counter) loadNow() {
-	c.once.Do(func() {
-		c.codec = load(c.encoding)
-		close(c.ready)
-	})
+	return &Counter{encoding: encoding, codec: codec}, nil
 }
 
 // ForModel returns a Counter with the model's encoding (modelfacts).
@@ -115,17 +75,15 @@ func ForModel(model string) (*Counter, error) {
 func (c *Counter) Encoding() string { return c.encoding }
 
 // Text returns the number of tokens in s. Invalid UTF-8 is counted as the
-// bytes it is (the tokenizer is byte-level), so it never fails. It loads the
-// vocabulary first if need be; callers with a deadline Wait first.
+// bytes it is (the tokenizer is byte-level), so it never fails.
 func (c *Counter) Text(s string) int { return c.TextContext(context.Background(), s) }
 
 // TextContext is Text that stops once ctx ends, returning what it had
 // counted: callers check ctx.Err() after it. Counting runs at 2-7 MB/s a
 // core, so a long text must not outlive its request.
 func (c *Counter) TextContext(ctx context.Context, s string) int {
-	c.loadNow()
 	n := 0
-	if err := c.codec.each(ctx, s, func(int) { n++ }); err != nil && ctx.Err() == nil {
+	if err := c.codec().each(ctx, s, func(int) { n++ }); err != nil && ctx.Err() == nil {
 		// regexp2 fails only on a match timeout, and none is set.
 		return len(s)
 	}
@@ -133,16 +91,14 @@ func (c *Counter) TextContext(ctx context.Context, s string) int {
 }
 
 // Ends returns where each token of s ends, in bytes from the start of s:
-// cutting s at Ends(s)[k-1] keeps its first k tokens. It loads the
-// vocabulary first if need be; callers with a deadline Wait first.
+// cutting s at Ends(s)[k-1] keeps its first k tokens.
 func (c *Counter) Ends(s string) []int { return c.EndsContext(context.Background(), s) }
 
 // EndsContext is Ends that stops once ctx ends (see TextContext).
 func (c *Counter) EndsContext(ctx context.Context, s string) []int {
-	c.loadNow()
 	var ends []int
 	at := 0
-	if err := c.codec.each(ctx, s, func(n int) { at += n; ends = append(ends, at) }); err != nil && ctx.Err() == nil {
+	if err := c.codec().each(ctx, s, func(n int) { at += n; ends = append(ends, at) }); err != nil && ctx.Err() == nil {
 		return nil
 	}
 	return ends

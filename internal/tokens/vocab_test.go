@@ -43,7 +43,8 @@ func TestVocabulariesMatchTheLibrary(t *testing.T) {
 				require.Error(t, err, "the library has id %d, which the embedded vocabulary lacks", id)
 			}
 
-			c := &Counter{encoding: enc, ready: make(chan struct{})}
+			c, err := New(enc)
+			require.NoError(t, err)
 			texts := []string{
 				"", "hello world", "Count to 10, with a comma between each number.",
 				strings.Repeat(" ", 300), strings.Repeat("a", 500), "日本語のテキストを数える", "naïve café 🙂 résumé",
@@ -106,6 +107,12 @@ func TestADamagedTableIsRefused(t *testing.T) {
 		o200kTable = damaged
 		_, err := newBPE("o200k_base")
 		assert.ErrorContains(t, err, "the embedded o200k_base table", name)
+		func() {
+			defer func() {
+				assert.Contains(t, fmt.Sprint(recover()), "tokens: a broken build: the embedded o200k_base table", name)
+			}()
+			mustBPE("o200k_base")
+		}()
 	}
 }
 
@@ -170,4 +177,43 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	require.Equal(t, pieces, tokens, "every piece is one token")
 	assert.LessOrEqual(t, counting, split+float64(pieces)/10)
 	assert.Positive(t, split, "the split allocates; if not, this test proves nothing")
+}
+
+// BenchmarkFirstUse measures what the first count of an encoding in a process
+// pays before counting: checking its table's header and compiling its split
+// pattern (newBPE; Counters share the result).
+func BenchmarkFirstUse(b *testing.B) {
+	for _, enc := range []string{"o200k_base", "cl100k_base"} {
+		b.Run(enc, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := newBPE(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLookup measures one table lookup, over substrings of ordinary text
+// of 1-7 bytes (byte-pair merging's lookups; most miss). The map it replaced
+// took as long on the same keys (9.2-9.6 ns against 9.0-9.2 on the 2-core
+// development machine).
+func BenchmarkLookup(b *testing.B) {
+	c, err := newBPE("o200k_base")
+	require.NoError(b, err)
+	text := "The report shows that revenue grew in the third quarter, while costs fell because the supply chain recovered. func (c *Counter) Text(s string) int { 第三四半期の売上は増加しました。"
+	var keys []string
+	for i := range len(text) - 8 {
+		for n := 1; n <= 7; n++ {
+			keys = append(keys, text[i:i+n])
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, k := range keys {
+			_, _ = c.vocab.Lookup(k)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/lookup")
 }
