@@ -30,10 +30,13 @@ export GIT_CEILING_DIRECTORIES="$tmp"
 
 # upstream NAME MODULE VERSION PACKAGES...: stages the upstream files a fork keeps in $tmp/upstream/NAME.
 upstream() {
-  local name="$1" module="$2" version="$3" dir pkg f
+  local name="$1" module="$2" version="$3" json dir pkg f
   shift 3
-  dir="$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
-  [ -n "$dir" ] && [ -d "$dir" ] || { echo "third_party: go mod download $module@$version gave no folder" >&2; exit 1; }
+  # outside this module (in $tmp), so that go.mod's replace of the module does not apply
+  json="$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$module@$version")" ||
+    { echo "third_party: go mod download $module@$version failed: $json" >&2; exit 1; }
+  dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
+  [ -d "$dir" ] || { echo "third_party: go mod download $module@$version gave no folder: $json" >&2; exit 1; }
   mkdir -p "$tmp/upstream/$name"
   cp "$dir/go.mod" "$dir"/LICENSE* "$tmp/upstream/$name/"
   for pkg in "$@"; do
@@ -59,7 +62,7 @@ the packages timebox links:
 
 MD
   for pkg in "$@"; do
-    [ "$pkg" = . ] && echo "- $module" || echo "- $module/$pkg"
+    if [ "$pkg" = . ]; then echo "- $module"; else echo "- $module/$pkg"; fi
   done
   cat <<MD
 
