@@ -1,0 +1,48 @@
+// Package inittrace tells tests what each package's initialisation costs at
+// the start of a process. Go runs the init of every package a binary links at
+// each start and cannot defer one, so what a package builds there (compiled
+// regexps, big map literals) is paid by every cold start of the handler,
+// whether or not the instance ever uses it. Tests bound those costs with it.
+//
+// It reads GODEBUG=inittrace=1, which prints a line for each package whose
+// init does any work: its clock time, which depends on the machine, and its
+// heap bytes and allocations, which do not; only the latter are returned.
+package inittrace
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// Cost is what one package's init allocated.
+type Cost struct{ Bytes, Allocs int }
+
+var line = regexp.MustCompile(`(?m)^init (\S+) @\S+ ms, \S+ ms clock, (\d+) bytes, (\d+) allocs$`)
+
+// OfTestBinary starts the running test binary again, running no test, with
+// GODEBUG=inittrace=1, and returns the init cost of each package that had any,
+// by import path: what the packages the test binary links cost at each start
+// of any program that links them. It fails the test when the binary does not
+// run or prints no trace.
+func OfTestBinary(t testing.TB) map[string]Cost {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -test.run=^$ with GODEBUG=inittrace=1: %v\n%s", os.Args[0], err, out)
+	}
+	costs := map[string]Cost{}
+	for _, m := range line.FindAllStringSubmatch(string(out), -1) {
+		bytes, _ := strconv.Atoi(m[2])
+		allocs, _ := strconv.Atoi(m[3])
+		costs[m[1]] = Cost{Bytes: bytes, Allocs: allocs}
+	}
+	if len(costs) == 0 {
+		t.Fatalf("GODEBUG=inittrace=1 printed no init lines:\n%s", out)
+	}
+	return costs
+}
