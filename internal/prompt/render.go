@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -67,7 +68,11 @@ func render(n int, s Source, maxBytes int) source {
 
 // delimiter matches what a passage could use to pass for the BEGIN or END
 // line of a source: two or more dashes, then BEGIN or END SOURCE, in any case.
-var delimiter = regexp.MustCompile(`(?i)-{2,}[ \t]*(?:begin|end)[ \t]+source`)
+// It is compiled on first use, not at package init, which every start of the
+// handler would pay for (cold start; see init_test.go).
+var delimiter = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)-{2,}[ \t]*(?:begin|end)[ \t]+source`)
+})
 
 // defuse keeps a passage from closing its own source and opening text the
 // model would take for something else (a fetched page is anyone's text): a
@@ -76,7 +81,7 @@ func defuse(text string) string {
 	if !strings.Contains(text, "--") {
 		return text
 	}
-	return delimiter.ReplaceAllStringFunc(text, func(m string) string {
+	return delimiter().ReplaceAllStringFunc(text, func(m string) string {
 		return "- " + strings.TrimLeft(m, "- \t")
 	})
 }
