@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -69,21 +70,25 @@ type Options struct {
 type server struct {
 	Options
 	cors *cors.Cors
+	mux  *chi.Mux
+	// routing holds chi's routing contexts for reuse, as chi's own pool
+	// would (see front).
+	routing sync.Pool
 }
 
-// New returns the whole HTTP handler. begin runs first, for every request,
+// New returns the whole HTTP handler. front runs first, for every request,
 // unknown routes included: the budget's first line, the request id, the
-// Origin check, CORS, panic recovery, then the route, then the log line.
+// Origin check, CORS, panic recovery, then the route (chi), then the log
+// line.
 func New(o Options) http.Handler {
 	if o.Caller == nil {
 		// A forgotten caller check would serve everyone: refuse to build.
 		panic("api.New: Options.Caller is required (caller.Anonymous{} for AUTH_MODE=none)")
 	}
-	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
-	r := chi.NewRouter()
-	r.Use(s.begin)
-	r.NotFound(s.handleNotFound())
-	r.MethodNotAllowed(s.handleMethodNotAllowed())
-	s.routes(r)
-	return r
+	s := &server{Options: o, cors: newCORS(o.AllowedOrigins), mux: chi.NewRouter()}
+	s.routing.New = func() any { return chi.NewRouteContext() }
+	s.mux.NotFound(s.handleNotFound())
+	s.mux.MethodNotAllowed(s.handleMethodNotAllowed())
+	s.routes(s.mux)
+	return front{s}
 }

@@ -158,7 +158,10 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	}
 	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated
 	if fit.PromptTokens == 0 {
-		rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
+		// The messages alone: a closure over fit would move all of it to
+		// the heap, held while the request waits on Azure OpenAI.
+		sent := fit.Messages
+		rec.countPrompt = func() int { return s.Tokens.Prompt(sent) }
 	}
 	msgs := make([]aoai.Message, len(fit.Messages))
 	for i, m := range fit.Messages {

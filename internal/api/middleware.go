@@ -52,6 +52,7 @@ type record struct {
 	cancel           context.CancelFunc // ends the budget's context
 	id               string             // the request id, the caller's or ours
 	budget           *budget.Budget     // the request's
+	route            *chi.Context       // chi's routing context (see requestContext)
 	body             *bodyConn          // nil: the request has no body
 	phases           []phase
 	attempts         int
@@ -161,27 +162,20 @@ func saneID(id string) bool {
 	return true
 }
 
-// begin is the first line of every handler: it starts the budget, settles the
-// request id, runs the Origin check and CORS, then the route with panic
-// recovery, and writes the request's one log line when it is done. They
-// are steps of one middleware, not four: each middleware is a frame on the
-// stack of a request waiting on Azure OpenAI (see BenchmarkHeldRequests).
-func (s *server) begin(next http.Handler) http.Handler {
-	return front{s, next}
-}
-
-// front is begin's handler: a type of its own rather than an
+// front is the first line of every handler: it starts the budget, settles
+// the request id, runs the Origin check and CORS, then the route (chi's
+// mux) with panic recovery, and writes the request's one log line when it
+// is done. They are steps of one handler, not four middlewares: each
+// middleware is a frame on the stack of a request waiting on Azure OpenAI
+// (see BenchmarkHeldRequests). It is a type of its own rather than an
 // http.HandlerFunc, which would be one more frame.
-type front struct {
-	s    *server
-	next http.Handler
-}
+type front struct{ s *server }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := f.s.open(w, r)
 	defer f.s.finish(rec)
 	if f.s.checkOrigin(rec.w, rec.r) && f.s.applyCORS(rec.w, rec.r) {
-		f.next.ServeHTTP(rec.w, rec.r)
+		f.s.mux.ServeHTTP(rec.w, rec.r)
 	}
 }
 
@@ -190,7 +184,7 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // writes the log line and ends the budget's context. A handler that aborts
 // (http.ErrAbortHandler) is let through to net/http, with no line.
 func (s *server) finish(rec *record) {
-	defer rec.cancel()
+	defer s.close(rec)
 	if v := recover(); v != nil {
 		if v == http.ErrAbortHandler {
 			panic(v)
@@ -201,8 +195,9 @@ func (s *server) finish(rec *record) {
 }
 
 // open starts the request's budget, settles its id, and returns its
-// record, which holds the request with both (and the record) in its
-// context, and the writer that notes the answer's status.
+// record, which holds the request with both (and the record, and chi's
+// routing context) in its context, and the writer that notes the answer's
+// status.
 func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
 	rec := &record{cancel: cancel, started: b.Started, budget: b, body: watchBody(w, r, b.Deadline)}
@@ -211,10 +206,42 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 		rec.id = newID()
 	}
 	w.Header().Set("x-request-id", rec.id)
-	ctx = context.WithValue(ctx, recordKey{}, rec)
-	ctx = context.WithValue(ctx, idKey{}, rec.id)
-	rec.w, rec.r = &statusWriter{ResponseWriter: w}, r.WithContext(ctx)
+	rec.route = s.routing.Get().(*chi.Context)
+	rec.route.Reset()
+	rec.route.Routes = s.mux
+	rec.w, rec.r = &statusWriter{ResponseWriter: w}, r.WithContext(&requestContext{ctx, rec})
 	return rec
+}
+
+// close ends the budget's context and gives chi's routing context back
+// (the log line, which names the route, has been written).
+func (s *server) close(rec *record) {
+	rec.cancel()
+	s.routing.Put(rec.route)
+}
+
+// requestContext is a request's context from its first line: the budget's,
+// with the record, the request id and chi's routing context as its values.
+// It is one allocation where a context.WithValue per value (and chi's
+// own, with the copy of the request that chi makes when it finds no
+// routing context) were five, all of them held while a request waits on
+// Azure OpenAI.
+type requestContext struct {
+	context.Context // the budget's
+	rec             *record
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key.(type) {
+	case recordKey:
+		return c.rec
+	case idKey:
+		return c.rec.id
+	}
+	if key == chi.RouteCtxKey {
+		return c.rec.route
+	}
+	return c.Context.Value(key)
 }
 
 // logRequest writes the request's one log line.
