@@ -64,7 +64,7 @@ func (h chatRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.stream()
 	default:
 		c.start = time.Now()
-		c.resp, c.err = h.s.Chat.Complete(c.ctx, &c.req)
+		c.resp, c.err = h.s.Chat.Complete(c.r.Context(), &c.req)
 		c.answer()
 	}
 }
@@ -74,9 +74,8 @@ func (h chatRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type chatCall struct {
 	s      *server
 	w      http.ResponseWriter
-	r      *http.Request // r with ctx
-	ctx    context.Context
-	cancel context.CancelFunc // ends ctx when the caller's timeout shortened it
+	r      *http.Request      // with the call's context: the request's, or shortened to the caller's timeout
+	cancel context.CancelFunc // ends r's context when the caller's timeout shortened it
 	ticket *admission.Ticket
 	req    aoai.Request
 	fit    prompt.Result
@@ -97,7 +96,7 @@ func (c *chatCall) release() {
 // check and timeout, admission, the body, the material and the prompt. The
 // returned chatCall must be released, whether it failed (err) or not.
 func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) *chatCall {
-	c := &chatCall{s: s, w: w, ctx: r.Context(), r: r}
+	c := &chatCall{s: s, w: w, r: r}
 	c.err = s.prepare(c, w, r)
 	return c
 }
@@ -109,8 +108,9 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	// the caller is known.
 	ms, msErr := clientTimeout(r, (s.ClientTimeoutMargin + time.Second).Milliseconds())
 	if msErr == nil && ms > 0 {
-		c.ctx, c.cancel = budget.ShortenForClient(c.ctx, time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
-		c.r = r.WithContext(c.ctx)
+		var ctx context.Context
+		ctx, c.cancel = budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
+		c.r = r.WithContext(ctx)
 	}
 	if err := s.checkCaller(c.r); err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	if msErr != nil {
 		return msErr
 	}
-	ctx := c.ctx
+	ctx := c.r.Context()
 	// The request's cost is taken before each commitment (the body
 	// before it is read, the material before it is fetched and
 	// extracted), and given back when the request ends.
@@ -183,19 +183,19 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 func (c *chatCall) fail() { c.s.fail(c.w, c.r, c.err) }
 
 // stream answers the call as server-sent events (server.stream).
-func (c *chatCall) stream() { c.s.stream(c.w, c.r.WithContext(c.ctx), c.req, c.fit) }
+func (c *chatCall) stream() { c.s.stream(c.w, c.r, c.req, c.fit) }
 
 // answer writes the answer (not streamed) to the call.
 func (c *chatCall) answer() {
-	s := c.s
-	recordFrom(c.ctx).since("upstream", c.start)
+	s, ctx := c.s, c.r.Context()
+	recordFrom(ctx).since("upstream", c.start)
 	if c.err != nil {
 		s.fail(c.w, c.r, c.err)
 		return
 	}
-	s.noteAnswer(c.ctx, *c.resp)
+	s.noteAnswer(ctx, *c.resp)
 	stampTiming(c.w, c.r)
-	writeJSON(c.w, http.StatusOK, chatResponse(c.ctx, *c.resp, c.fit))
+	writeJSON(c.w, http.StatusOK, chatResponse(ctx, *c.resp, c.fit))
 }
 
 // noteAnswer puts a finished answer on the log line.

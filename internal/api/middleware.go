@@ -52,7 +52,8 @@ type record struct {
 	cancel           context.CancelFunc // ends the budget's context
 	id               string             // the request id, the caller's or ours
 	budget           *budget.Budget     // the request's
-	route            *chi.Context       // chi's routing context (see requestContext)
+	routing          *chi.Context       // chi's routing context (see requestContext)
+	serve            http.Handler       // the route chi chose (see chosen); nil: chi answered
 	body             *bodyConn          // nil: the request has no body
 	phases           []phase
 	attempts         int
@@ -62,9 +63,8 @@ type record struct {
 	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
 	completionTokens int           // delivered to the caller
 	abandonedTokens  int           // generated, but the caller never got them
-	started          time.Time     // the budget's start
-	stream           bool          // answered as server-sent events
 	firstTokenAt     time.Duration // since the request began; 0: no token came
+	stream           bool          // answered as server-sent events
 	truncated        bool
 	code             string
 	// countPrompt counts the prompt sent upstream, for an answer cut short
@@ -107,8 +107,8 @@ type phase struct {
 // (an aoai.Request.OnDelta): the time to first token, the figure a slow
 // model or region shows first.
 func (rec *record) firstToken(string) {
-	if rec.firstTokenAt == 0 && rec.started != (time.Time{}) {
-		rec.firstTokenAt = time.Since(rec.started)
+	if rec.firstTokenAt == 0 && rec.budget != nil {
+		rec.firstTokenAt = time.Since(rec.budget.Started)
 	}
 }
 
@@ -176,6 +176,9 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.s.finish(rec)
 	if f.s.checkOrigin(rec.w, rec.r) && f.s.applyCORS(rec.w, rec.r) {
 		f.s.mux.ServeHTTP(rec.w, rec.r)
+		if rec.serve != nil {
+			rec.serve.ServeHTTP(rec.w, rec.r)
+		}
 	}
 }
 
@@ -200,15 +203,15 @@ func (s *server) finish(rec *record) {
 // status.
 func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
-	rec := &record{cancel: cancel, started: b.Started, budget: b, body: watchBody(w, r, b.Deadline)}
+	rec := &record{cancel: cancel, budget: b, body: watchBody(w, r, b.Deadline)}
 	rec.id = r.Header.Get("x-request-id")
 	if !saneID(rec.id) {
 		rec.id = newID()
 	}
 	w.Header().Set("x-request-id", rec.id)
-	rec.route = s.routing.Get().(*chi.Context)
-	rec.route.Reset()
-	rec.route.Routes = s.mux
+	rec.routing = s.routing.Get().(*chi.Context)
+	rec.routing.Reset()
+	rec.routing.Routes = s.mux
 	rec.w, rec.r = &statusWriter{ResponseWriter: w}, r.WithContext(&requestContext{ctx, rec})
 	return rec
 }
@@ -217,7 +220,7 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 // (the log line, which names the route, has been written).
 func (s *server) close(rec *record) {
 	rec.cancel()
-	s.routing.Put(rec.route)
+	s.routing.Put(rec.routing)
 }
 
 // requestContext is a request's context from its first line: the budget's,
@@ -239,7 +242,7 @@ func (c *requestContext) Value(key any) any {
 		return c.rec.id
 	}
 	if key == chi.RouteCtxKey {
-		return c.rec.route
+		return c.rec.routing
 	}
 	return c.Context.Value(key)
 }
