@@ -182,7 +182,12 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 // fail answers the error of preparing the call.
 func (c *chatCall) fail() { c.s.fail(c.w, c.r, c.err) }
 
-// stream answers the call as server-sent events (server.stream).
+// stream answers the call as server-sent events (server.stream). It is
+// not inlined: its arguments (the request and the fit, 150 bytes) would be
+// copied into chatRoute's frame, which is on the stack of every request
+// waiting on Azure OpenAI, streamed or not.
+//
+//go:noinline
 func (c *chatCall) stream() { c.s.stream(c.w, c.r, c.req, c.fit) }
 
 // answer writes the answer (not streamed) to the call.
