@@ -1,0 +1,89 @@
+package api_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/config"
+)
+
+// A chat request waiting on Azure OpenAI keeps its goroutine stack for the
+// whole wait: within 8 KB it stays 8 KB, a little deeper and Go doubles it
+// to 16 KB (and halves it only when a quarter is used). The stack from
+// net/http's server down to the handler is about 1.2 KB, and the
+// allocator's slow path, which net/http's getConn and persistConn.roundTrip
+// reach while the request waits, about another 1.2 KB: what is between
+// (timebox's frames, azcore's pipeline, net/http's Transport) must stay
+// within heldDepthLimit (race_test.go and norace_test.go: the race detector
+// makes frames larger, so its limit only keeps what is there from growing).
+// The depth is read from a stack address at the handler and one in an
+// httptrace GetConn hook, which net/http calls from getConn on the
+// request's goroutine; the path is the one app.New builds. At 5,071 bytes
+// (go1.26, azcore 1.24) a 5,000-request hold sees no 8 -> 16 KB growths of
+// the server goroutines; at 5,359 (chatRoute's frame with 288 bytes of
+// inlined arguments), 100-260; at about 5,700 (chi's frames too), 300-600.
+func TestWaitingRequestStackStaysWithinEightKB(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"code":"nope","message":"no"}}`, http.StatusBadRequest)
+	}))
+	defer up.Close()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"AZURE_OPENAI_ENDPOINT": up.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
+		}[k]
+	})
+	require.NoError(t, err)
+	a, err := app.New(cfg, app.Ext{})
+	require.NoError(t, err)
+	depth := make(chan uintptr, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A stack that will not move (be copied to a larger one) between
+		// the two addresses.
+		growStack()
+		var here byte
+		top := uintptr(unsafe.Pointer(&here))
+		trace := &httptrace.ClientTrace{GetConn: func(string) {
+			var there byte
+			select {
+			case depth <- top - uintptr(unsafe.Pointer(&there)):
+			default:
+			}
+		}}
+		a.Handler.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	})
+	// No collection while measuring: it may shrink the stack (copy it).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var d uintptr
+	// The first request of a process goes deeper once (packages' first use:
+	// encoding/json's type cache and the like); the second is every request.
+	for range 2 {
+		r := httptest.NewRequest(http.MethodPost, "/api/chat", strings.NewReader(ask("What does the travel policy say about trains?")))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		select {
+		case d = <-depth:
+		default:
+			t.Fatal("the request never reached the upstream transport")
+		}
+	}
+	t.Logf("handler to getConn: %d bytes (limit %d)", d, heldDepthLimit)
+	require.LessOrEqual(t, d, uintptr(heldDepthLimit), "a request waiting on Azure OpenAI is deeper than an 8 KB stack allows; see go tool objdump for the frame sizes along the path")
+}
+
+// growStack makes the goroutine's stack large enough not to be copied to a
+// larger one (every address on it moved) while a request is measured.
+//
+//go:noinline
+func growStack() byte {
+	var b [14 << 10]byte
+	return b[len(b)-1]
+}
