@@ -51,7 +51,7 @@ build:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
-# perf: the handler side by side with plain-Go floors on a local upstream (issue 11's table; about a minute).
+# perf: the handler side by side with plain-Go floors on a local upstream (issue 11's table; one to two minutes).
 # PERF_BEFORE=<git revision> measures that revision's handler in the same rounds. Not part of make test.
 perf:
 	bash scripts/perf.sh
