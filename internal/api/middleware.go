@@ -66,6 +66,7 @@ type record struct {
 	firstTokenAt     time.Duration // since the request began; 0: no token came
 	stream           bool          // answered as server-sent events
 	truncated        bool
+	cors             bool // applyCORS let the request through: its answer gets rs/cors's headers
 	code             string
 	// countPrompt counts the prompt sent upstream, for an answer cut short
 	// before Azure's usage came when fitting skipped counting (small
@@ -119,9 +120,9 @@ func (rec *record) since(name string, start time.Time) {
 
 // stampTiming sets Server-Timing (W3C Server Timing, shown by every browser's
 // devtools and by PerformanceResourceTiming.serverTiming) with the phases
-// and the total, so where the time went is visible from the web part; and
-// Timing-Allow-Origin for an allowed origin, without which a cross-origin page
-// cannot read it.
+// and the total, so where the time went is visible from the web part (an
+// allowed origin's page reads it with Timing-Allow-Origin, set with the CORS
+// headers by statusWriter.stamp).
 func stampTiming(w http.ResponseWriter, r *http.Request) {
 	rec, b := recordFrom(r.Context()), budget.From(r.Context())
 	if b == nil {
@@ -132,10 +133,8 @@ func stampTiming(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&sb, "%s;dur=%.1f, ", p.name, float64(p.dur.Microseconds())/1000)
 	}
 	fmt.Fprintf(&sb, "total;dur=%.1f", float64(time.Since(b.Started).Microseconds())/1000)
+	// Timing-Allow-Origin goes with the CORS headers (statusWriter.stamp).
 	w.Header().Set("Server-Timing", sb.String())
-	if o := w.Header().Get("Access-Control-Allow-Origin"); o != "" {
-		w.Header().Set("Timing-Allow-Origin", o)
-	}
 }
 
 func recordFrom(ctx context.Context) *record {
@@ -194,13 +193,16 @@ func (s *server) finish(rec *record) {
 		}
 		s.fail(rec.w, rec.r, panicError{v})
 	}
+	// An answer nothing was written to is net/http's empty 200: with the
+	// headers of every answer too.
+	rec.w.stamp()
 	s.logRequest(rec)
 }
 
 // open starts the request's budget, settles its id, and returns its
 // record, which holds the request with both (and the record, and chi's
 // routing context) in its context, and the writer that notes the answer's
-// status.
+// status and stamps its headers (the request id, CORS) when it starts.
 func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
 	rec := &record{cancel: cancel, budget: b, body: watchBody(w, r, b.Deadline)}
@@ -208,11 +210,10 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	if !saneID(rec.id) {
 		rec.id = newID()
 	}
-	w.Header().Set("x-request-id", rec.id)
 	rec.routing = s.routing.Get().(*chi.Context)
 	rec.routing.Reset()
 	rec.routing.Routes = s.mux
-	rec.w, rec.r = &statusWriter{ResponseWriter: w}, r.WithContext(&requestContext{ctx, rec})
+	rec.w, rec.r = &statusWriter{ResponseWriter: w, s: s, rec: rec}, r.WithContext(&requestContext{ctx, rec})
 	return rec
 }
 
@@ -362,9 +363,15 @@ func (s *server) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
 // answers a preflight (rs/cors's Cors.Handler without the call of the next
 // handler). It returns false when it answered.
 func (s *server) applyCORS(w http.ResponseWriter, r *http.Request) bool {
-	s.cors.HandlerFunc(w, r)
-	// rs/cors's own test of a preflight, which it has just answered.
-	return r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == ""
+	// rs/cors's own test of a preflight.
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		s.cors.HandlerFunc(w, r)
+		return false
+	}
+	// Any other request gets its CORS headers when its answer starts
+	// (statusWriter.stamp).
+	recordFrom(r.Context()).cors = true
+	return true
 }
 
 // checkCaller lets through only a caller the configured check verifies, and
@@ -389,15 +396,42 @@ func (s *server) checkCaller(r *http.Request) error {
 // (net/http logs the others as superfluous); 1xx are passed on unnoted.
 // (chi's middleware.WrapResponseWriter did this; its package also links
 // net/http/pprof and expvar, whose initialisation every cold start paid.)
+//
+// It also sets the headers every answer carries, the request id and, once
+// applyCORS has let the request through, rs/cors's, when the answer starts
+// (its status is written), not when the request arrives: a response header
+// costs net/http's header map its first 350-byte block, which a request
+// waiting on Azure OpenAI would hold for nothing (see BenchmarkHeldRequests).
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	s       *server
+	rec     *record
+	status  int
+	stamped bool
+}
+
+// stamp sets the answer's own headers, once, before its status is written.
+func (w *statusWriter) stamp() {
+	if w.stamped {
+		return
+	}
+	w.stamped = true
+	h := w.ResponseWriter.Header()
+	h.Set("x-request-id", w.rec.id)
+	if w.rec.cors {
+		w.s.cors.HandlerFunc(w.ResponseWriter, w.rec.r)
+		// A cross-origin page reads Server-Timing only with this.
+		if o := h.Get("Access-Control-Allow-Origin"); o != "" && h.Get("Server-Timing") != "" {
+			h.Set("Timing-Allow-Origin", o)
+		}
+	}
 }
 
 // Status is the answer's status; 0 until a header or body is written.
 func (w *statusWriter) Status() int { return w.status }
 
 func (w *statusWriter) WriteHeader(code int) {
+	w.stamp()
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		w.ResponseWriter.WriteHeader(code)
 		return
