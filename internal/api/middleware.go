@@ -196,6 +196,7 @@ func (s *server) finish(rec *record) {
 	// An answer nothing was written to is net/http's empty 200: with the
 	// headers of every answer too.
 	rec.w.stamp()
+	rec.w.send()
 	s.logRequest(rec)
 }
 
@@ -429,6 +430,20 @@ func (w *statusWriter) stamp() {
 
 // Status is the answer's status; 0 until a header or body is written.
 func (w *statusWriter) Status() int { return w.status }
+
+// send hands an answer of known length (Content-Length set, as writeJSON
+// does) to the connection now, so the caller has it before the log line is
+// written: net/http would send it only once the handler returns, after
+// finish. An answer of unknown length is left to net/http, which can then
+// still give it a length or close it; a flush now would make it chunked.
+func (w *statusWriter) send() {
+	if w.status == 0 || w.ResponseWriter.Header().Get("Content-Length") == "" {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.stamp()
