@@ -35,14 +35,17 @@ func watchBody(w http.ResponseWriter, r *http.Request, deadline time.Time) *body
 	return c
 }
 
-// unread reports whether the handler answered before the body was in; if
-// so it ends the connection's read now (see bodyConn).
-func (c *bodyConn) unread() bool {
-	if c == nil || c.body.eof {
-		return false
+// endRead ends the connection's read now if the handler has answered before
+// the body was in (see bodyConn). finish calls it before the answer is sent.
+func (c *bodyConn) endRead() {
+	if c.unread() {
+		_ = c.rc.SetReadDeadline(time.Now())
 	}
-	_ = c.rc.SetReadDeadline(time.Now())
-	return true
+}
+
+// unread reports whether the handler answered before the body was in.
+func (c *bodyConn) unread() bool {
+	return c != nil && !c.body.eof
 }
 
 // watchedBody notes when the body has been read to its end.

@@ -196,6 +196,10 @@ func (s *server) finish(rec *record) {
 	// An answer nothing was written to is net/http's empty 200: with the
 	// headers of every answer too.
 	rec.w.stamp()
+	// A body still unread ends the connection's read first: net/http would
+	// otherwise read it, on a stalled body for ever, before it sends the
+	// answer.
+	rec.body.endRead()
 	rec.w.send()
 	s.logRequest(rec)
 }
