@@ -17,7 +17,6 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/app"
-	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -55,15 +54,7 @@ func (u instant) Do(r *http.Request) (*http.Response, error) {
 func benchHandler(b *testing.B, transport interface {
 	Do(*http.Request) (*http.Response, error)
 }) http.Handler {
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(b, err)
-	a, err := app.New(cfg, app.Ext{Upstream: transport})
-	require.NoError(b, err)
+	a := stack(b, "http://127.0.0.1:8081", app.Ext{Upstream: transport})
 	return a.Handler
 }
 

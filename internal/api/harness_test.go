@@ -115,6 +115,25 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg}
 }
 
+// stack is the whole handler as app.New builds it from the default test
+// settings, calling Azure OpenAI at endpoint (a real test server's URL, or
+// any loopback URL when ext.Upstream carries the calls); ext as app.New
+// takes it. For tests and benchmarks that need the stack without the
+// simulator harness: the real transport, a slow stdout.
+func stack(tb testing.TB, endpoint string, ext app.Ext) *app.App {
+	tb.Helper()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"AZURE_OPENAI_ENDPOINT": endpoint, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
+		}[k]
+	})
+	require.NoError(tb, err)
+	a, err := app.New(cfg, ext)
+	require.NoError(tb, err)
+	return a
+}
+
 type options struct {
 	web        http.Handler
 	extractor  api.Extractor

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/app"
-	"github.com/timebox-dev/timebox/internal/config"
 )
 
 // BenchmarkHeldRequests is make perf's memory row in a benchmark: what a
@@ -42,15 +41,7 @@ func BenchmarkHeldRequests(b *testing.B) {
 		<-r.Context().Done()
 	}))
 	defer up.Close()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": up.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(b, err)
-	a, err := app.New(cfg, app.Ext{})
-	require.NoError(b, err)
+	a := stack(b, up.URL, app.Ext{})
 	for _, tt := range []struct {
 		name string
 		h    http.Handler

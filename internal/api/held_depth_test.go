@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/app"
-	"github.com/timebox-dev/timebox/internal/config"
 )
 
 // A chat request waiting on Azure OpenAI keeps its goroutine stack for the
@@ -37,15 +36,7 @@ func TestWaitingRequestStackStaysWithinEightKB(t *testing.T) {
 		http.Error(w, `{"error":{"code":"nope","message":"no"}}`, http.StatusBadRequest)
 	}))
 	defer up.Close()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": up.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(t, err)
-	a, err := app.New(cfg, app.Ext{})
-	require.NoError(t, err)
+	a := stack(t, up.URL, app.Ext{})
 	depth := make(chan uintptr, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A stack that will not move (be copied to a larger one) between
@@ -105,15 +96,7 @@ func TestWaitingRequestHoldsNoResponseHeaders(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(stop)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": up.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(t, err)
-	a, err := app.New(cfg, app.Ext{})
-	require.NoError(t, err)
+	a := stack(t, up.URL, app.Ext{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/chat", strings.NewReader(ask("What does the travel policy say about trains?")))

@@ -10,11 +10,9 @@ import (
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/app"
-	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -56,15 +54,8 @@ func TestTheAnswerLeavesBeforeTheLogLine(t *testing.T) {
 		} {
 			sim := aoaitest.New(aoaitest.Options{APIKey: simKey, Deployments: []string{"gpt-4o-mini"}})
 			_, upstream := memnet.Serve(t, sim)
-			env := map[string]string{
-				"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-				"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-			}
-			cfg, err := config.Load(func(k string) string { return env[k] })
-			require.NoError(t, err)
 			logs := &gatedLogs{open: make(chan struct{})}
-			a, err := app.New(cfg, app.Ext{Logs: logs, Upstream: upstream})
-			require.NoError(t, err)
+			a := stack(t, "http://127.0.0.1:8081", app.Ext{Logs: logs, Upstream: upstream})
 			_, client := memnet.Serve(t, a.Handler)
 
 			answered := make(chan int, 1)
