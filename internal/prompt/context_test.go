@@ -3,31 +3,15 @@ package prompt_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/timebox-dev/timebox/internal/ctxtest"
 	"github.com/timebox-dev/timebox/internal/prompt"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
-
-// expiringCtx ends after a given number of Err calls: a deterministic
-// stand-in for "the deadline passes while the prompt is counted", which
-// virtual time cannot express for CPU-bound work. It is safe for the
-// counting goroutines.
-type expiringCtx struct {
-	context.Context
-	left atomic.Int64
-}
-
-func (c *expiringCtx) Err() error {
-	if c.left.Add(-1) >= 0 {
-		return nil
-	}
-	return context.DeadlineExceeded
-}
 
 // FitContext stops counting once its context ends and returns its error,
 // instead of finishing seconds of counting for a request that is out of
@@ -42,13 +26,11 @@ func TestFitContextStopsWhenTheContextEnds(t *testing.T) {
 	}
 	lim := prompt.Limits{ContextWindow: 10_000_000, MaxTokens: 1000}
 
-	ctx := &expiringCtx{Context: context.Background()}
-	ctx.left.Store(5)
+	ctx := ctxtest.ExpireAfter(5)
 	_, err := prompt.FitContext(ctx, c, in, lim)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, ctx.left.Load(), int64(0))
-	checks := -ctx.left.Load()
-	assert.Less(t, checks, int64(1000), "it stopped soon after the end, not after counting everything")
+	assert.Greater(t, ctx.Calls(), int64(5), "it saw the context end")
+	assert.Less(t, ctx.Calls()-5, int64(1000), "it stopped soon after the end, not after counting everything")
 
 	res, err := prompt.FitContext(context.Background(), c, in, lim)
 	require.NoError(t, err)

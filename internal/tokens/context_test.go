@@ -3,27 +3,13 @@ package tokens
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/ctxtest"
 )
-
-// expiringCtx ends after a given number of Err calls: "the deadline passes
-// while the text is counted", which virtual time cannot express for
-// CPU-bound work.
-type expiringCtx struct {
-	context.Context
-	left atomic.Int64
-}
-
-func (c *expiringCtx) Err() error {
-	if c.left.Add(-1) >= 0 {
-		return nil
-	}
-	return context.DeadlineExceeded
-}
 
 // A hostile "word" of 1 MiB (one piece for the split expression, which
 // cannot be stopped inside a match) is counted a segment at a time, so a
@@ -36,8 +22,7 @@ func TestCountingAHugeWordStopsWhenTheContextEnds(t *testing.T) {
 	whole := c.Text(word)
 	assert.Equal(t, 131072, whole)
 
-	ctx := &expiringCtx{Context: context.Background()}
-	ctx.left.Store(3)
+	ctx := ctxtest.ExpireAfter(3)
 	n := c.TextContext(ctx, word)
 	assert.Less(t, n, whole/4, "stopped inside the word")
 	assert.Error(t, ctx.Err())
