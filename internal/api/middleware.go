@@ -133,7 +133,6 @@ func stampTiming(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&sb, "%s;dur=%.1f, ", p.name, float64(p.dur.Microseconds())/1000)
 	}
 	fmt.Fprintf(&sb, "total;dur=%.1f", float64(time.Since(b.Started).Microseconds())/1000)
-	// Timing-Allow-Origin goes with the CORS headers (statusWriter.stamp).
 	w.Header().Set("Server-Timing", sb.String())
 }
 
