@@ -206,7 +206,7 @@ func (c *chatCall) answer() {
 // noteAnswer puts a finished answer on the log line.
 func (s *server) noteAnswer(ctx context.Context, resp aoai.Response) {
 	rec := recordFrom(ctx)
-	rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
+	rec.attempts, rec.upstreamStatus, rec.upstreamID = int32(resp.Attempts), int32(resp.Status), resp.UpstreamRequestID
 	rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 }
 

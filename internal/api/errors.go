@@ -210,7 +210,7 @@ func (s *server) note(r *http.Request, err error) {
 	rec := recordFrom(r.Context())
 	var upErr *aoai.Error
 	if errors.As(err, &upErr) {
-		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
+		rec.attempts, rec.upstreamStatus, rec.upstreamID = int32(upErr.Attempts), int32(upErr.Status), upErr.UpstreamRequestID
 	}
 	rec.err = err
 }

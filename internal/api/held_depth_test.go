@@ -2,18 +2,25 @@ package api_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/caller"
+	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // A chat request waiting on Azure OpenAI keeps its goroutine stack for the
@@ -114,4 +121,37 @@ func TestWaitingRequestHoldsNoResponseHeaders(t *testing.T) {
 	<-done
 	assert.NotEmpty(t, w.Header().Get("x-request-id"))
 	assert.Equal(t, allowedOrigin, w.Header().Get("Access-Control-Allow-Origin"))
+}
+
+// routingProbe stands where Azure OpenAI is called: it notes whether the
+// context a request waits with still carries chi's routing context.
+type routingProbe struct {
+	called  bool
+	routing *chi.Context
+}
+
+func (p *routingProbe) Complete(ctx context.Context, _ *aoai.Request) (*aoai.Response, error) {
+	p.called, p.routing = true, chi.RouteContext(ctx)
+	return &aoai.Response{Content: "ok", FinishReason: "stop", Attempts: 1, Status: http.StatusOK}, nil
+}
+
+// chi's routing context goes back to its pool once chi has chosen the
+// route: a request waiting on Azure OpenAI does not hold it (about 230
+// bytes), and its log line still names the route chi chose.
+func TestWaitingRequestHoldsNoRoutingContext(t *testing.T) {
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	probe := &routingProbe{}
+	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
+		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
+		Chat: probe, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Caller: caller.Anonymous{},
+	})}
+	w := h.do(chatRequest(ask("x")))
+	require.Equal(t, http.StatusOK, w.Code)
+	require.True(t, probe.called)
+	assert.Nil(t, probe.routing, "chi's routing context is held while the request waits on Azure OpenAI")
+	lines := h.logLines()
+	require.Len(t, lines, 1)
+	assert.Equal(t, "/api/chat", lines[0]["route"])
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -51,13 +52,13 @@ type record struct {
 	r                *http.Request      // with the budget, the id and the record in its context
 	cancel           context.CancelFunc // ends the budget's context
 	id               string             // the request id, the caller's or ours
-	budget           *budget.Budget     // the request's
-	routing          *chi.Context       // chi's routing context (see requestContext)
+	routing          *chi.Context       // chi's routing context while chi chooses the route (see requestContext)
+	route            string             // the pattern chi chose, for the log line; "": none matched
 	serve            http.Handler       // the route chi chose (see chosen); nil: chi answered
 	body             *bodyConn          // nil: the request has no body
 	phases           []phase
-	attempts         int
-	upstreamStatus   int
+	attempts         int32 // int32s: the record fits 256 bytes (a size class)
+	upstreamStatus   int32
 	upstreamID       string        // Azure's apim-request-id of the last attempt
 	promptTokens     int           // billed: Azure's usage (see billedPrompt)
 	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
@@ -108,8 +109,10 @@ type phase struct {
 // (an aoai.Request.OnDelta): the time to first token, the figure a slow
 // model or region shows first.
 func (rec *record) firstToken(string) {
-	if rec.firstTokenAt == 0 && rec.budget != nil {
-		rec.firstTokenAt = time.Since(rec.budget.Started)
+	if rec.firstTokenAt == 0 && rec.r != nil {
+		if b := budget.From(rec.r.Context()); b != nil {
+			rec.firstTokenAt = time.Since(b.Started)
+		}
 	}
 }
 
@@ -174,6 +177,7 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.s.finish(rec)
 	if f.s.checkOrigin(rec.w, rec.r) && f.s.applyCORS(rec.w, rec.r) {
 		f.s.mux.ServeHTTP(rec.w, rec.r)
+		f.s.chosen(rec)
 		if rec.serve != nil {
 			rec.serve.ServeHTTP(rec.w, rec.r)
 		}
@@ -209,7 +213,7 @@ func (s *server) finish(rec *record) {
 // status and stamps its headers (the request id, CORS) when it starts.
 func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	ctx, cancel, b := budget.Start(r.Context(), s.Budget)
-	rec := &record{cancel: cancel, budget: b, body: watchBody(w, r, b.Deadline)}
+	rec := &record{cancel: cancel, body: watchBody(w, r, b.Deadline)}
 	rec.id = r.Header.Get("x-request-id")
 	if !saneID(rec.id) {
 		rec.id = newID()
@@ -221,11 +225,23 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 	return rec
 }
 
-// close ends the budget's context and gives chi's routing context back
-// (the log line, which names the route, has been written).
+// chosen keeps the pattern chi chose, for the log line, and gives chi's
+// routing context back before the route is served: no route reads it (none
+// has URL parameters), and a request waiting on Azure OpenAI would
+// otherwise hold it, 230 bytes.
+func (s *server) chosen(rec *record) {
+	rec.route = rec.routing.RoutePattern()
+	s.routing.Put(rec.routing)
+	rec.routing = nil
+}
+
+// close ends the budget's context, and gives chi's routing context back if
+// chi never chose (an Origin refused, a panic in chi).
 func (s *server) close(rec *record) {
 	rec.cancel()
-	s.routing.Put(rec.routing)
+	if rec.routing != nil {
+		s.routing.Put(rec.routing)
+	}
 }
 
 // requestContext is a request's context from its first line: the budget's,
@@ -246,7 +262,7 @@ func (c *requestContext) Value(key any) any {
 	case idKey:
 		return c.rec.id
 	}
-	if key == chi.RouteCtxKey {
+	if key == chi.RouteCtxKey && c.rec.routing != nil {
 		return c.rec.routing
 	}
 	return c.Context.Value(key)
@@ -254,7 +270,7 @@ func (c *requestContext) Value(key any) any {
 
 // logRequest writes the request's one log line.
 func (s *server) logRequest(rec *record) {
-	r, status, id, b := rec.r, rec.w.Status(), rec.id, rec.budget
+	r, status, id, b := rec.r, rec.w.Status(), rec.id, budget.From(rec.r.Context())
 	bodyUnread := rec.body.unread()
 	if status == 0 {
 		status = http.StatusOK
@@ -269,7 +285,7 @@ func (s *server) logRequest(rec *record) {
 	attrs := []slog.Attr{
 		slog.String("requestId", id),
 		slog.String("method", r.Method),
-		slog.String("route", routeOf(r)),
+		slog.String("route", cmp.Or(rec.route, "unmatched")),
 		slog.Int("status", status),
 		slog.Int64("elapsedMs", time.Since(b.Started).Milliseconds()),
 		slog.Int64("budgetMs", b.Deadline.Sub(b.Started).Milliseconds()),
@@ -278,7 +294,7 @@ func (s *server) logRequest(rec *record) {
 		attrs = append(attrs, slog.Int64("clientTimeoutMs", b.ClientTimeout.Milliseconds()))
 	}
 	if rec.attempts > 0 {
-		attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+		attrs = append(attrs, slog.Int("upstreamAttempts", int(rec.attempts)), slog.Int("upstreamStatus", int(rec.upstreamStatus)))
 	}
 	if rec.upstreamID != "" {
 		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
@@ -319,17 +335,6 @@ func (s *server) logRequest(rec *record) {
 		attrs = append(attrs, slog.String("error", rec.err.Error()))
 	}
 	s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
-}
-
-// routeOf names the matched route pattern, or the path class for unmatched
-// requests, never the raw path (it could carry anything).
-func routeOf(r *http.Request) string {
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		if p := rc.RoutePattern(); p != "" {
-			return p
-		}
-	}
-	return "unmatched"
 }
 
 type idKey struct{}
