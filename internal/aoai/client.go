@@ -306,20 +306,37 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 	}
 }
 
+// chatBody is what Azure OpenAI is sent. It is a struct, not a map: a map
+// cost each request about 1 KB more to encode (boxed values, sorted keys),
+// all of it garbage before the request waits on Azure OpenAI.
+type chatBody struct {
+	// Model is the deployment on the v1 API; the deployments API has it in
+	// the path.
+	Model    string    `json:"model,omitempty"`
+	Messages []Message `json:"messages"`
+	// MaxTokens or MaxCompletionTokens, whichever the deployment's model
+	// takes (modelfacts' TokenField), is always sent; the other is nil.
+	MaxTokens           *int `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
+	Stream              bool `json:"stream"`
+	// The last chunk then carries the usage (its choices empty).
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
 func (c *Client) body(req *Request) ([]byte, error) {
-	// The deployment travels in the path on the deployments API and in
-	// "model" on the v1 API.
-	m := map[string]any{
-		"messages":   req.Messages,
-		c.tokenField: req.MaxTokens,
-		"stream":     true,
-		// The last chunk then carries the usage (its choices empty).
-		"stream_options": map[string]bool{"include_usage": true},
-	}
+	b := chatBody{Messages: req.Messages, Stream: true}
+	b.StreamOptions.IncludeUsage = true
 	if c.v1 {
-		m["model"] = c.deployment
+		b.Model = c.deployment
 	}
-	return json.Marshal(m)
+	if c.tokenField == modelfacts.MaxCompletionTokens {
+		b.MaxCompletionTokens = &req.MaxTokens
+	} else {
+		b.MaxTokens = &req.MaxTokens
+	}
+	return json.Marshal(&b)
 }
 
 // sendFailure classifies a request that got no answer.
