@@ -57,6 +57,7 @@ require (
 replace (
 	codeberg.org/readeck/go-readability/v2 v2.1.3 => ./third_party/go-readability
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 => ./third_party/msal
+	github.com/dlclark/regexp2/v2 v2.5.1 => ./third_party/regexp2
 	github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c => ./third_party/go-shiori-dom
 	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 => ./third_party/pdf
 )

@@ -19,6 +19,7 @@ forks=(
   "pdf github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 ."
   "go-shiori-dom github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c ."
   "msal github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 apps/cache apps/confidential apps/errors apps/internal/base apps/internal/base/storage apps/internal/exported apps/internal/json apps/internal/json/types/time apps/internal/local apps/internal/oauth apps/internal/oauth/ops apps/internal/oauth/ops/accesstokens apps/internal/oauth/ops/authority apps/internal/oauth/ops/internal/comm apps/internal/oauth/ops/internal/grant apps/internal/oauth/ops/wstrust apps/internal/oauth/ops/wstrust/defs apps/internal/options apps/internal/shared apps/internal/version apps/managedidentity apps/public"
+  "regexp2 github.com/dlclark/regexp2/v2 v2.5.1 . helpers syntax"
 )
 
 mode="${1:-write}"
