@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,6 +130,48 @@ func TestEarlyAnswerToAStalledBodyClosesTheConnection(t *testing.T) {
 			assert.EqualValues(t, tt.status, line["status"])
 			assert.Equal(t, true, line["bodyUnread"])
 			assert.Less(t, line["elapsedMs"], float64(60_000))
+		})
+	}
+}
+
+// An early answer to a client that is still sending its body (a large
+// upload refused before it is read) reaches the client: Go's http.Client,
+// like a browser, reads an answer that arrives while it writes, unless the
+// server's close resets the connection first, which a plain close with
+// unread bytes does (19 of 20 of these uploads then failed with a network
+// error). The connection lingers half-closed instead (bodyConn.linger).
+func TestEarlyAnswerReachesAClientStillSendingItsBody(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
+	body := bytes.Repeat([]byte("a"), 16<<20)
+	tests := []struct {
+		name, method, path, contentType, origin string
+		status                                  int
+	}{
+		{"415 wrong content type", "POST", "/api/chat", "text/plain", "", 415},
+		{"404 unknown route", "POST", "/api/nothing", "application/json", "", 404},
+		{"403 origin not allowed", "POST", "/api/chat", "application/json", "https://evil.example", 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 5 {
+				// A connection of its own each time, as a browser's
+				// upload after a refused one would have.
+				c := &http.Client{Transport: &http.Transport{}}
+				req, err := http.NewRequest(tt.method, "http://"+r.addr+tt.path, bytes.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", tt.contentType)
+				if tt.origin != "" {
+					req.Header.Set("Origin", tt.origin)
+				}
+				resp, err := c.Do(req)
+				require.NoError(t, err, "the answer, not a reset")
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				assert.Equal(t, tt.status, resp.StatusCode)
+				assert.True(t, resp.Close, "Connection: close")
+				line := <-r.logs
+				assert.Equal(t, true, line["bodyUnread"])
+			}
 		})
 	}
 }

@@ -203,8 +203,13 @@ func (s *server) finish(rec *record) {
 	// otherwise read it, on a stalled body for ever, before it sends the
 	// answer.
 	rec.body.endRead()
-	rec.w.send()
+	sent := rec.w.send()
 	s.logRequest(rec)
+	// An answer sent before its body was in: the connection is closed
+	// without a reset reaching a client still sending (see bodyConn).
+	if sent {
+		rec.body.linger()
+	}
 }
 
 // open starts the request's budget, settles its id, and returns its
@@ -444,13 +449,16 @@ func (w *statusWriter) Status() int { return w.status }
 // written: net/http would send it only once the handler returns, after
 // finish. An answer of unknown length is left to net/http, which can then
 // still give it a length or close it; a flush now would make it chunked.
-func (w *statusWriter) send() {
+// It reports whether the answer has been sent.
+func (w *statusWriter) send() bool {
 	if w.status == 0 || w.ResponseWriter.Header().Get("Content-Length") == "" {
-		return
+		return false
 	}
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+	f, ok := w.ResponseWriter.(http.Flusher)
+	if ok {
 		f.Flush()
 	}
+	return ok
 }
 
 func (w *statusWriter) WriteHeader(code int) {
