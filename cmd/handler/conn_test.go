@@ -176,6 +176,28 @@ func TestEarlyAnswerReachesAClientStillSendingItsBody(t *testing.T) {
 	}
 }
 
+// A small body that has all arrived but that the route did not read (a 415)
+// is not read afterwards either: the answer says Connection: close, and the
+// connection closes after it, as for any early answer (a client that kept
+// it for its next request would find it closed).
+func TestEarlyAnswerToAWholeUnreadBodySaysConnectionClose(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
+	c := r.dial(t, 20*time.Second)
+	_, err := fmt.Fprintf(c, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	assert.True(t, resp.Close, "Connection: close")
+	_, err = br.ReadByte()
+	assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
+	line := <-r.logs
+	assert.Equal(t, true, line["bodyUnread"])
+}
+
 // A body that stalls on a route that reads it is cut at the request's
 // budget: the answer is the 500 deadline_exceeded, then the connection
 // closes. A slow header (slowloris) keeps its own 10 s limit.

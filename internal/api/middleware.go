@@ -432,6 +432,12 @@ func (w *statusWriter) stamp() {
 	w.stamped = true
 	h := w.ResponseWriter.Header()
 	h.Set("x-request-id", w.rec.id)
+	// An answer that starts before the body is in ends its connection
+	// (bodyConn): it says so, or a client would keep the connection for
+	// its next request.
+	if w.rec.body.unread() {
+		h.Set("Connection", "close")
+	}
 	if w.rec.cors {
 		w.s.cors.HandlerFunc(w.ResponseWriter, w.rec.r)
 		// A cross-origin page reads Server-Timing only with this.
