@@ -176,26 +176,49 @@ func TestEarlyAnswerReachesAClientStillSendingItsBody(t *testing.T) {
 	}
 }
 
-// A small body that has all arrived but that the route did not read (a 415)
-// is not read afterwards either: the answer says Connection: close, and the
-// connection closes after it, as for any early answer (a client that kept
-// it for its next request would find it closed).
-func TestEarlyAnswerToAWholeUnreadBodySaysConnectionClose(t *testing.T) {
+// An early answer to a request whose body has all arrived, though the
+// handler never read it (a small JSON body sent as text/plain, to an
+// unknown route, from an origin refused), keeps the connection, as any
+// other answer does: no Connection: close, and the next request on it, even
+// one already sent behind it (pipelined), is answered. Closing it (without
+// Connection: close) made a keep-alive client's next request on it fail.
+func TestEarlyAnswerToAWholeBodyKeepsTheConnection(t *testing.T) {
 	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
-	c := r.dial(t, 20*time.Second)
-	_, err := fmt.Fprintf(c, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
-	require.NoError(t, err)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
-	assert.True(t, resp.Close, "Connection: close")
-	_, err = br.ReadByte()
-	assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
-	line := <-r.logs
-	assert.Equal(t, true, line["bodyUnread"])
+	tests := []struct {
+		name, method, path, headers string
+		status                      int
+	}{
+		{"415 wrong content type", "POST", "/api/chat", "Content-Type: text/plain\r\n", 415},
+		{"405 wrong method", "PUT", "/api/chat", "Content-Type: application/json\r\n", 405},
+		{"404 unknown route", "POST", "/api/nothing", "Content-Type: application/json\r\n", 404},
+		{"403 origin not allowed", "POST", "/api/chat", "Content-Type: application/json\r\nOrigin: https://evil.example\r\n", 403},
+		{"400 bad timeout header", "POST", "/api/chat", "Content-Type: application/json\r\nx-client-timeout-ms: soon\r\n", 400},
+	}
+	const body = `{"messages":[{"role":"user","content":"hi"}]}`
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := r.dial(t, 20*time.Second)
+			// The refused request and a health check behind it, in one write.
+			_, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: timebox\r\n%sContent-Length: %d\r\n\r\n%sGET /api/health HTTP/1.1\r\nHost: timebox\r\n\r\n",
+				tt.method, tt.path, tt.headers, len(body), body)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			assert.Equal(t, tt.status, resp.StatusCode)
+			assert.False(t, resp.Close, "no Connection: close")
+			line := <-r.logs
+			assert.EqualValues(t, tt.status, line["status"])
+			assert.Nil(t, line["bodyUnread"], "the body had arrived")
+
+			next, err := http.ReadResponse(br, nil)
+			require.NoError(t, err, "the request behind it is answered on the same connection")
+			_, _ = io.Copy(io.Discard, next.Body)
+			assert.Equal(t, http.StatusOK, next.StatusCode)
+			assert.EqualValues(t, "/api/health", (<-r.logs)["route"])
+		})
+	}
 }
 
 // A body that stalls on a route that reads it is cut at the request's

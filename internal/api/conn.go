@@ -41,18 +41,29 @@ func watchBody(w http.ResponseWriter, r *http.Request, deadline time.Time) *body
 }
 
 // endRead ends the connection's read now if the handler has answered before
-// the body was in (see bodyConn). finish calls it before the answer is sent.
+// the body was in (see bodyConn). statusWriter.stamp calls it when the
+// answer starts, before it decides on Connection: close.
+// What of an unread body net/http has already taken off the connection is
+// read and dropped first, as net/http would before answering: a body that
+// had all arrived (a small JSON body refused with 415, 404, 403, 400) leaves
+// the connection open for the caller's next request (and linger leaves it
+// to net/http); only a body still arriving makes it close.
 func (c *bodyConn) endRead() {
-	if c.unread() {
-		_ = c.rc.SetReadDeadline(time.Now())
+	if !c.unread() {
+		return
 	}
+	_ = c.rc.SetReadDeadline(time.Now())
+	// The deadline has passed: only bytes already read off the socket come
+	// back, up to net/http's own bound for draining a body.
+	_, _ = io.CopyN(io.Discard, c.body, lingerReadLimit)
 }
 
 // How long a connection answered before its body was in is kept
 // half-closed before it is closed (net/http's own delay for the same
 // purpose, rstAvoidanceDelay: time for the client to read the answer before
 // a reset can reach it), and how much of what the client still sends is
-// read and dropped meanwhile (see linger).
+// read and dropped meanwhile (see linger): net/http's own bound on a body
+// left unread (maxPostHandlerReadBytes), which endRead keeps too.
 const (
 	lingerFor       = 500 * time.Millisecond
 	lingerReadLimit = 256 << 10

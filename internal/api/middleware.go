@@ -197,12 +197,10 @@ func (s *server) finish(rec *record) {
 		s.fail(rec.w, rec.r, panicError{v})
 	}
 	// An answer nothing was written to is net/http's empty 200: with the
-	// headers of every answer too.
+	// headers of every answer too. stamp also ends the connection's read
+	// of a body still unread (endRead): net/http would otherwise read it,
+	// on a stalled body for ever, before it sends the answer.
 	rec.w.stamp()
-	// A body still unread ends the connection's read first: net/http would
-	// otherwise read it, on a stalled body for ever, before it sends the
-	// answer.
-	rec.body.endRead()
 	sent := rec.w.send()
 	s.logRequest(rec)
 	// An answer sent before its body was in: the connection is closed
@@ -434,7 +432,9 @@ func (w *statusWriter) stamp() {
 	h.Set("x-request-id", w.rec.id)
 	// An answer that starts before the body is in ends its connection
 	// (bodyConn): it says so, or a client would keep the connection for
-	// its next request.
+	// its next request. A body that has all arrived, though unread, is
+	// read first (endRead) and keeps the connection.
+	w.rec.body.endRead()
 	if w.rec.body.unread() {
 		h.Set("Connection", "close")
 	}
