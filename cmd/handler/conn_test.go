@@ -221,6 +221,37 @@ func TestEarlyAnswerToAWholeBodyKeepsTheConnection(t *testing.T) {
 	}
 }
 
+// An early answer to a client that asked for 100 Continue before sending
+// its body (Expect: 100-continue, as curl and .NET's HttpClient do for large
+// bodies) is the answer itself, never a 100 Continue inviting the upload it
+// refuses; it says Connection: close and the connection closes, as net/http
+// closes one whose 100-continue body it never read.
+func TestEarlyAnswerToAnExpectContinueRequestSendsNoContinue(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
+	for _, tt := range []struct {
+		name, path, contentType string
+		status                  int
+	}{
+		{"415 wrong content type", "/api/chat", "text/plain", 415},
+		{"404 unknown route", "/api/nothing", "application/json", 404},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := r.dial(t, 20*time.Second)
+			_, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: timebox\r\nContent-Type: %s\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", tt.path, tt.contentType)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			assert.Equal(t, tt.status, resp.StatusCode, "the answer, not 100 Continue")
+			assert.True(t, resp.Close, "Connection: close")
+			_, err = br.ReadByte()
+			assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
+			assert.EqualValues(t, tt.status, (<-r.logs)["status"])
+		})
+	}
+}
+
 // A body that stalls on a route that reads it is cut at the request's
 // budget: the answer is the 500 deadline_exceeded, then the connection
 // closes. A slow header (slowloris) keeps its own 10 s limit.

@@ -24,6 +24,9 @@ import (
 type bodyConn struct {
 	rc   *http.ResponseController
 	body *watchedBody
+	// awaitsContinue: the client asked for 100 Continue (Expect) before
+	// it sends the body, so an unread body is never read (see endRead).
+	awaitsContinue bool
 }
 
 // watchBody arms the bound for r, and returns nil for a request without a
@@ -33,7 +36,10 @@ func watchBody(w http.ResponseWriter, r *http.Request, deadline time.Time) *body
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	c := &bodyConn{rc: http.NewResponseController(w), body: &watchedBody{ReadCloser: r.Body}}
+	c := &bodyConn{rc: http.NewResponseController(w), body: &watchedBody{ReadCloser: r.Body},
+		// net/http has already refused any other expectation (417), and
+		// sends 100 Continue only to HTTP/1.1.
+		awaitsContinue: r.Header.Get("Expect") != "" && r.ProtoAtLeast(1, 1)}
 	// A ResponseWriter that cannot set it has no connection to stall.
 	_ = c.rc.SetReadDeadline(deadline)
 	r.Body = c.body
@@ -53,6 +59,13 @@ func (c *bodyConn) endRead() {
 		return
 	}
 	_ = c.rc.SetReadDeadline(time.Now())
+	if c.awaitsContinue {
+		// Reading would send the 100 Continue (stamp runs before net/http
+		// has the status that stops it), inviting the upload this answer
+		// refuses: the connection is closed instead, as net/http closes one
+		// whose 100-continue body it never read.
+		return
+	}
 	// The deadline has passed: only bytes already read off the socket come
 	// back, up to net/http's own bound for draining a body.
 	_, _ = io.CopyN(io.Discard, c.body, lingerReadLimit)
