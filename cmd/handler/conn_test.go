@@ -252,6 +252,22 @@ func TestEarlyAnswerToAnExpectContinueRequestSendsNoContinue(t *testing.T) {
 	}
 }
 
+// A caller that hangs up halfway through its body has gone away, like one
+// that hangs up while Azure OpenAI answers: the log line says 499
+// client_gone at once, not a 500 deadline_exceeded ("took too long to
+// arrive") for a request whose time had not run out.
+func TestCallerGoneMidBodyIsLoggedAsGone(t *testing.T) {
+	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
+	c := r.dial(t, 20*time.Second)
+	_, err := fmt.Fprintf(c, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"messages\":")
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	line := <-r.logs
+	assert.EqualValues(t, 499, line["status"])
+	assert.Equal(t, "client_gone", line["code"])
+	assert.Less(t, line["elapsedMs"], float64(60_000))
+}
+
 // A body that stalls on a route that reads it is cut at the request's
 // budget: the answer is the 500 deadline_exceeded, then the connection
 // closes. A slow header (slowloris) keeps its own 10 s limit.

@@ -131,7 +131,16 @@ func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 		return body, nil
 	case errors.As(err, &mbe):
 		return nil, mbe
-	case errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%w: %w", errBodyLate, err)
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The caller hung up halfway through its body (net/http cancels the
+		// request's context on any read error of the connection, a read
+		// deadline's included, hence the case above first): nobody is left
+		// to answer, and its time had not run out (fail: 499 client_gone in
+		// the log).
+		return nil, fmt.Errorf("read body: %w: %w", context.Canceled, err)
+	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", errBodyLate, err)
 	}
 	return nil, invalid("The request body could not be read.")
