@@ -431,13 +431,11 @@ func (w *statusWriter) stamp() {
 	h := w.ResponseWriter.Header()
 	h.Set("x-request-id", w.rec.id)
 	// An answer that starts before the body is in ends its connection
-	// (bodyConn): it says so, or a client would keep the connection for
-	// its next request. A body that has all arrived, though unread, is
-	// read first (endRead) and keeps the connection.
+	// (bodyConn). endRead first reads what of the body has arrived (a body
+	// all in keeps the connection), then ends the read: net/http's drain
+	// of the rest then fails, and net/http itself says Connection: close
+	// on the answer and closes the connection after it.
 	w.rec.body.endRead()
-	if w.rec.body.unread() {
-		h.Set("Connection", "close")
-	}
 	if w.rec.cors {
 		w.s.cors.HandlerFunc(w.ResponseWriter, w.rec.r)
 		// A cross-origin page reads Server-Timing only with this.
