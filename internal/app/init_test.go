@@ -3,8 +3,6 @@ package app
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/timebox-dev/timebox/internal/inittrace"
 )
 
@@ -17,9 +15,7 @@ import (
 // allocates at most 504 bytes in 4; the bound leaves no room for that regexp
 // (or any other) compiled at init again (43,920 bytes in 238).
 func TestCredentialLibrariesDoNoWorkAtProcessStart(t *testing.T) {
-	const pkg = "github.com/AzureAD/microsoft-authentication-library-for-go/apps/internal/oauth/ops/authority"
-	got := inittrace.OfTestBinary(t)[pkg] // none: the package's init did nothing
-	t.Logf("%s: %d bytes, %d allocs", pkg, got.Bytes, got.Allocs)
-	assert.LessOrEqual(t, got.Bytes, 1024, "%s's init allocates %d bytes: does it build at process start what it could build on first use?", pkg, got.Bytes)
-	assert.LessOrEqual(t, got.Allocs, 16, "%s's init makes %d allocations: does it build at process start what it could build on first use?", pkg, got.Allocs)
+	inittrace.AtMost(t, map[string]inittrace.Cost{
+		"github.com/AzureAD/microsoft-authentication-library-for-go/apps/internal/oauth/ops/authority": {Bytes: 1024, Allocs: 16},
+	})
 }

@@ -3,8 +3,6 @@ package extract
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/timebox-dev/timebox/internal/inittrace"
 )
 
@@ -27,11 +25,5 @@ var initBudget = map[string]inittrace.Cost{
 // TestReadersDoNoWorkAtProcessStart reads the init costs of this test binary,
 // which links the readers as the handler does.
 func TestReadersDoNoWorkAtProcessStart(t *testing.T) {
-	costs := inittrace.OfTestBinary(t)
-	for pkg, budget := range initBudget {
-		got := costs[pkg] // none: the package's init did nothing
-		t.Logf("%s: %d bytes, %d allocs", pkg, got.Bytes, got.Allocs)
-		assert.LessOrEqual(t, got.Bytes, budget.Bytes, "%s's init allocates %d bytes: does it build at process start what it could build on first use?", pkg, got.Bytes)
-		assert.LessOrEqual(t, got.Allocs, budget.Allocs, "%s's init makes %d allocations: does it build at process start what it could build on first use?", pkg, got.Allocs)
-	}
+	inittrace.AtMost(t, initBudget)
 }

@@ -22,12 +22,31 @@ type Cost struct{ Bytes, Allocs int }
 
 var line = regexp.MustCompile(`(?m)^init (\S+) @\S+ ms, \S+ ms clock, (\d+) bytes, (\d+) allocs$`)
 
-// OfTestBinary starts the running test binary again, running no test, with
+// AtMost fails the test for each package of budgets whose init allocates
+// more bytes or makes more allocations than its budget: a package that
+// builds at process start what it could build on first use. A package
+// absent from the trace did no work at init. It logs what each allocated.
+func AtMost(t testing.TB, budgets map[string]Cost) {
+	t.Helper()
+	costs := ofTestBinary(t)
+	for pkg, budget := range budgets {
+		got := costs[pkg]
+		t.Logf("%s: %d bytes, %d allocs", pkg, got.Bytes, got.Allocs)
+		if got.Bytes > budget.Bytes {
+			t.Errorf("%s's init allocates %d bytes, over %d: does it build at process start what it could build on first use?", pkg, got.Bytes, budget.Bytes)
+		}
+		if got.Allocs > budget.Allocs {
+			t.Errorf("%s's init makes %d allocations, over %d: does it build at process start what it could build on first use?", pkg, got.Allocs, budget.Allocs)
+		}
+	}
+}
+
+// ofTestBinary starts the running test binary again, running no test, with
 // GODEBUG=inittrace=1, and returns the init cost of each package that had any,
 // by import path: what the packages the test binary links cost at each start
 // of any program that links them. It fails the test when the binary does not
 // run or prints no trace.
-func OfTestBinary(t testing.TB) map[string]Cost {
+func ofTestBinary(t testing.TB) map[string]Cost {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")

@@ -3,8 +3,6 @@ package tokens_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/timebox-dev/timebox/internal/inittrace"
 )
 
@@ -15,10 +13,7 @@ import (
 // TestTheFirstCountBuildsNoVocabulary, which measures after init; here it
 // would be megabytes.
 func TestNothingBuiltAtProcessStart(t *testing.T) {
-	const pkg = "github.com/timebox-dev/timebox/internal/tokens"
-	got := inittrace.OfTestBinary(t)[pkg]
-	assert.LessOrEqual(t, got.Bytes, 1024, "%s's init allocates %d bytes: does it build at process start what it could build on first use?", pkg, got.Bytes)
-	assert.LessOrEqual(t, got.Allocs, 16, "%s's init makes %d allocations: does it build at process start what it could build on first use?", pkg, got.Allocs)
+	inittrace.AtMost(t, map[string]inittrace.Cost{"github.com/timebox-dev/timebox/internal/tokens": {Bytes: 1024, Allocs: 16}})
 }
 
 // TestRegexpEngineBuildsNothingAtProcessStart bounds the init of regexp2's
@@ -32,9 +27,5 @@ func TestNothingBuiltAtProcessStart(t *testing.T) {
 // room for one of those maps built at init again: the smallest (five bare
 // property value aliases) takes it to 2,664 bytes in 47.
 func TestRegexpEngineBuildsNothingAtProcessStart(t *testing.T) {
-	const pkg = "github.com/dlclark/regexp2/v2/syntax"
-	got := inittrace.OfTestBinary(t)[pkg]
-	t.Logf("%s: %d bytes, %d allocs", pkg, got.Bytes, got.Allocs)
-	assert.LessOrEqual(t, got.Bytes, 2560, "%s's init allocates %d bytes: does it build at process start what it could build on first use?", pkg, got.Bytes)
-	assert.LessOrEqual(t, got.Allocs, 46, "%s's init makes %d allocations: does it build at process start what it could build on first use?", pkg, got.Allocs)
+	inittrace.AtMost(t, map[string]inittrace.Cost{"github.com/dlclark/regexp2/v2/syntax": {Bytes: 2560, Allocs: 46}})
 }
