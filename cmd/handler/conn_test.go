@@ -91,6 +91,20 @@ func (r *running) dial(t *testing.T, giveUp time.Duration) net.Conn {
 	return c
 }
 
+// earlyAnswers are requests the handler answers without reading their body,
+// as raw request lines and headers: the early-answer tests send each with a
+// body that stalls or that has all arrived.
+var earlyAnswers = []struct {
+	name, method, path, headers string
+	status                      int
+}{
+	{"415 wrong content type", "POST", "/api/chat", "Content-Type: text/plain\r\n", 415},
+	{"405 wrong method", "PUT", "/api/chat", "Content-Type: application/json\r\n", 405},
+	{"404 unknown route", "POST", "/api/nothing", "Content-Type: application/json\r\n", 404},
+	{"403 origin not allowed", "POST", "/api/chat", "Content-Type: application/json\r\nOrigin: https://evil.example\r\n", 403},
+	{"400 bad timeout header", "POST", "/api/chat", "Content-Type: application/json\r\nx-client-timeout-ms: soon\r\n", 400},
+}
+
 // The issue's early-answer row, on real sockets: a request whose body
 // stalls (Content-Length 100, one byte sent) and that is answered without
 // reading it gets its answer at once, with Connection: close, and then the
@@ -99,17 +113,7 @@ func (r *running) dial(t *testing.T, giveUp time.Duration) net.Conn {
 // ever.
 func TestEarlyAnswerToAStalledBodyClosesTheConnection(t *testing.T) {
 	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
-	tests := []struct {
-		name, method, path, headers string
-		status                      int
-	}{
-		{"415 wrong content type", "POST", "/api/chat", "Content-Type: text/plain\r\n", 415},
-		{"405 wrong method", "PUT", "/api/chat", "Content-Type: application/json\r\n", 405},
-		{"404 unknown route", "POST", "/api/nothing", "Content-Type: application/json\r\n", 404},
-		{"403 origin not allowed", "POST", "/api/chat", "Content-Type: application/json\r\nOrigin: https://evil.example\r\n", 403},
-		{"400 bad timeout header", "POST", "/api/chat", "Content-Type: application/json\r\nx-client-timeout-ms: soon\r\n", 400},
-	}
-	for _, tt := range tests {
+	for _, tt := range earlyAnswers {
 		t.Run(tt.name, func(t *testing.T) {
 			// Far below the 60 s budget: the answer and the close must not
 			// wait for it.
@@ -184,18 +188,8 @@ func TestEarlyAnswerReachesAClientStillSendingItsBody(t *testing.T) {
 // Connection: close) made a keep-alive client's next request on it fail.
 func TestEarlyAnswerToAWholeBodyKeepsTheConnection(t *testing.T) {
 	r := startRun(t, map[string]string{"REQUEST_BUDGET": "60s"})
-	tests := []struct {
-		name, method, path, headers string
-		status                      int
-	}{
-		{"415 wrong content type", "POST", "/api/chat", "Content-Type: text/plain\r\n", 415},
-		{"405 wrong method", "PUT", "/api/chat", "Content-Type: application/json\r\n", 405},
-		{"404 unknown route", "POST", "/api/nothing", "Content-Type: application/json\r\n", 404},
-		{"403 origin not allowed", "POST", "/api/chat", "Content-Type: application/json\r\nOrigin: https://evil.example\r\n", 403},
-		{"400 bad timeout header", "POST", "/api/chat", "Content-Type: application/json\r\nx-client-timeout-ms: soon\r\n", 400},
-	}
 	const body = `{"messages":[{"role":"user","content":"hi"}]}`
-	for _, tt := range tests {
+	for _, tt := range earlyAnswers {
 		t.Run(tt.name, func(t *testing.T) {
 			c := r.dial(t, 20*time.Second)
 			// The refused request and a health check behind it, in one write.

@@ -107,7 +107,7 @@ func (c *bodyConn) linger() {
 	// client closes. Past that bound the rest stays unread until the
 	// deadline, so a client streaming a large body costs a wait, not the
 	// work of reading it.
-	if n, err := io.CopyN(io.Discard, conn, lingerReadLimit); err == nil && n == lingerReadLimit {
+	if _, err := io.CopyN(io.Discard, conn, lingerReadLimit); err == nil {
 		time.Sleep(time.Until(deadline))
 	}
 }

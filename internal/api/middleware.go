@@ -45,8 +45,8 @@ func newCORS(origins []string) *cors.Cors {
 }
 
 // record is what a request's log line says; handlers fill it in. Its
-// first fields are what begin keeps of the request until the line is
-// written (on the heap, not in begin's frame).
+// first fields are what front keeps of the request until the line is
+// written (on the heap, not in front's frame).
 type record struct {
 	w                *statusWriter      // notes the answer's status
 	r                *http.Request      // with the budget, the id and the record in its context
