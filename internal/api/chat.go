@@ -288,6 +288,12 @@ func (s *server) handleNotFound() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) }
 }
 
+// handleMethodNotAllowed answers a known path asked with a method it does
+// not take. chi notes a route's pattern only when path and method both
+// match, so the log line's route is looked up here by path (pathPattern).
 func (s *server) handleMethodNotAllowed() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errMethodNotAllowed) }
+	return func(w http.ResponseWriter, r *http.Request) {
+		recordFrom(r.Context()).route = s.pathPattern(r)
+		s.fail(w, r, errMethodNotAllowed)
+	}
 }

@@ -132,16 +132,20 @@ func TestOversizedChunkedBodyIsRefusedWhileReading(t *testing.T) {
 	})
 }
 
+// Every answer carries CORS headers and an id, and its log line names the
+// route by pattern: a 405 the path's (Log Analytics queries by route see
+// it), "unmatched" only where no route has the path.
 func TestEveryAnswerCarriesCORSAndAnID(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		wantStatus         int
 		wantCode           string
+		wantRoute          string
 	}{
-		{"unknown route", http.MethodGet, "/api/nothing", 404, "not_found"},
-		{"wrong method", http.MethodGet, "/api/chat", 405, "method_not_allowed"},
-		{"wrong method on health", http.MethodDelete, "/api/health", 405, "method_not_allowed"},
-		{"health", http.MethodGet, "/api/health", 200, ""},
+		{"unknown route", http.MethodGet, "/api/nothing", 404, "not_found", "unmatched"},
+		{"wrong method", http.MethodGet, "/api/chat", 405, "method_not_allowed", "/api/chat"},
+		{"wrong method on health", http.MethodDelete, "/api/health", 405, "method_not_allowed", "/api/health"},
+		{"health", http.MethodGet, "/api/health", 200, "", "/api/health"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,9 +161,29 @@ func TestEveryAnswerCarriesCORSAndAnID(t *testing.T) {
 				if tt.wantCode != "" {
 					assert.Equal(t, tt.wantCode, decodeError(t, w).Error.Code)
 				}
+				lines := h.logLines()
+				require.Len(t, lines, 1)
+				assert.Equal(t, tt.wantRoute, lines[0]["route"])
+				assert.EqualValues(t, tt.wantStatus, lines[0]["status"])
 			})
 		})
 	}
+}
+
+// chi answers a method it does not know with a 405 before it looks at the
+// path: the log line still names the route when the path is one.
+func TestUnknownMethodIsLoggedWithThePathsRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		for _, path := range []string{"/api/chat", "/api/nothing"} {
+			w := h.do(httptest.NewRequestWithContext(context.Background(), "PROPFIND", path, nil))
+			assert.Equal(t, http.StatusMethodNotAllowed, w.Code, path)
+		}
+		lines := h.logLines()
+		require.Len(t, lines, 2)
+		assert.Equal(t, "/api/chat", lines[0]["route"])
+		assert.Equal(t, "unmatched", lines[1]["route"])
+	})
 }
 
 func TestReadinessPingIsCheap(t *testing.T) {

@@ -233,7 +233,9 @@ func (s *server) open(w http.ResponseWriter, r *http.Request) *record {
 // has URL parameters), and a request waiting on Azure OpenAI would
 // otherwise hold it, 230 bytes.
 func (s *server) chosen(rec *record) {
-	rec.route = rec.routing.RoutePattern()
+	// A 405 has set its route by path already (handleMethodNotAllowed):
+	// chi notes none for it.
+	rec.route = cmp.Or(rec.routing.RoutePattern(), rec.route)
 	s.routing.Put(rec.routing)
 	rec.routing = nil
 }

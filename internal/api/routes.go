@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -34,4 +35,27 @@ type chosen struct{ h http.Handler }
 
 func (c chosen) ServeHTTP(_ http.ResponseWriter, r *http.Request) {
 	recordFrom(r.Context()).serve = c.h
+}
+
+// routeMethods are the methods chi routes; pathPattern asks chi for each.
+var routeMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace,
+}
+
+// pathPattern is the pattern of the route r's path matches with some other
+// method than r's, as chi matches it; "" when no route has that path (chi
+// also answers 405 to a method it does not know, whatever the path). Only
+// a 405 pays for it.
+func (s *server) pathPattern(r *http.Request) string {
+	path := cmp.Or(r.URL.RawPath, r.URL.Path, "/")
+	rctx := s.routing.Get().(*chi.Context)
+	defer s.routing.Put(rctx)
+	for _, m := range routeMethods {
+		rctx.Reset()
+		if p := s.mux.Find(rctx, m, path); p != "" {
+			return p
+		}
+	}
+	return ""
 }
