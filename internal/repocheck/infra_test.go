@@ -322,6 +322,18 @@ func TestWorkflowsForForks(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s+run: azd deploy --no-prompt$`, deploy)
 	assert.Regexp(t, `(?m)^\s+run: go run \./cmd/timebox health `, deploy, "checks the deployment through the front end")
 	assert.NotContains(t, readFile(t, root, ".ci/run"), ".github", "CI does not depend on the GitHub workflows")
+
+	// A parameter with no default (`${NAME}`, not `${NAME=...}`) stops
+	// `azd provision --no-prompt` unless the run's environment has it: the
+	// workflow takes each from a repository variable, and deploy.md names it.
+	params := readFile(t, root, "infra/main.parameters.json")
+	guide := readFile(t, root, "docs/deploy.md")
+	for _, m := range regexp.MustCompile(`"\$\{([A-Z0-9_]+)\}"`).FindAllStringSubmatch(params, -1) {
+		name := m[1]
+		assert.Regexp(t, `(?m)^\s+`+name+`: \$\{\{ vars\.`+name+` \}\}$`, deploy,
+			"infra/main.parameters.json requires %s, which deploy.yml's environment does not set from a repository variable", name)
+		assert.Contains(t, guide, "`"+name+"`", "docs/deploy.md does not name %s, a repository variable the deploy workflow needs", name)
+	}
 }
 
 // TestLocalSettingsExampleListsEverySetting: `func start` reads the
