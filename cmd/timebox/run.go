@@ -79,7 +79,7 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 	}
 	fs.StringVar(&c.baseURL, "url", getenv("TIMEBOX_URL"), "Function App base `URL`, e.g. https://app.azurewebsites.net or http://127.0.0.1:7071 (env TIMEBOX_URL)")
 	fs.StringVar(&c.key, "key", getenv("TIMEBOX_KEY"), "function `key`, sent as x-functions-key (env TIMEBOX_KEY)")
-	fs.StringVar(&c.token, "token", getenv("TIMEBOX_TOKEN"), "bearer `token` for App Service Authentication (env TIMEBOX_TOKEN)")
+	fs.StringVar(&c.token, "token", getenv("TIMEBOX_TOKEN"), "bearer `token`: an Entra ID access token for the API (AUTH_MODE=entra, or App Service Authentication) (env TIMEBOX_TOKEN)")
 	fs.DurationVar(&c.timeout, "timeout", timeout, "overall deadline: every attempt and wait included")
 	fs.DurationVar(&c.attemptTimeout, "attempt-timeout", attemptTimeout, "one attempt's timeout, sent as x-client-timeout-ms (shrunk to the time left)")
 	fs.IntVar(&c.policy.MaxAttempts, "attempts", retry.DefaultMaxAttempts, "attempts in all, the first included")
