@@ -332,7 +332,7 @@ func TestWorkflowsForForks(t *testing.T) {
 		name := m[1]
 		assert.Regexp(t, `(?m)^\s+`+name+`: \$\{\{ vars\.`+name+` \}\}$`, deploy,
 			"infra/main.parameters.json requires %s, which deploy.yml's environment does not set from a repository variable", name)
-		assert.Contains(t, guide, "`"+name+"`", "docs/deploy.md does not name %s, a repository variable the deploy workflow needs", name)
+		assert.True(t, strings.Contains(guide, "`"+name+"`"), "docs/deploy.md does not name %s, a repository variable the deploy workflow needs", name)
 	}
 }
 
