@@ -4,7 +4,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -237,10 +236,30 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 
 	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
+		return Config{}, problems(errs)
 	}
 	return c, nil
 }
+
+// problems is every invalid setting, said in one line: the Functions host
+// files each line of stderr as a trace of its own, so the operator's query
+// for "invalid configuration" (docs/deploy.md) finds the line that names
+// every problem, not a heading whose problems are in other traces.
+type problems []error
+
+func (p problems) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid configuration: ")
+	for i, err := range p {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return b.String()
+}
+
+func (p problems) Unwrap() []error { return p }
 
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {

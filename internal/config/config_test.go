@@ -133,4 +133,8 @@ func TestReportsEveryProblemAtOnce(t *testing.T) {
 	for _, name := range []string{"AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_DEPLOYMENT", "REQUEST_BUDGET", "LOG_LEVEL"} {
 		assert.Contains(t, err.Error(), name)
 	}
+	// In one line: the Functions host makes each stderr line a trace of its
+	// own, and deploy.md's query finds the one with "invalid configuration".
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Regexp(t, `^invalid configuration: `, err.Error())
 }
