@@ -63,6 +63,8 @@ func TestClassifyRecordedErrors(t *testing.T) {
 		{"server error, code null", 500, nil, recorded(t, "chat_5xx_bodies.json", 0), KindTransient, "", 0},
 		{"gateway body", 500, nil, []byte(`{"statusCode":500,"message":"Internal server error"}`), KindTransient, "", 0},
 		{"service unavailable, no body", 503, nil, nil, KindUnavailable, "", 0},
+		{"service unavailable, retry-after-ms wins", 503, http.Header{"Retry-After": {"3"}, "Retry-After-Ms": {"2500"}}, nil, KindUnavailable, "", 2500 * time.Millisecond},
+		{"service unavailable, seconds", 503, http.Header{"Retry-After": {"4"}}, nil, KindUnavailable, "", 4 * time.Second},
 		{"bad gateway, html", 502, nil, []byte("<html>502 Bad Gateway</html>"), KindTransient, "", 0},
 		{"other 400", 400, nil, []byte(`{"error":{"code":"invalid_value","message":"temperature"}}`), KindRejected, "invalid_value", 0},
 		{"forbidden", 403, nil, []byte(`{"error":{"code":"PermissionDenied","message":"..."}}`), KindMisconfigured, "PermissionDenied", 0},

@@ -64,7 +64,7 @@ func (k Kind) String() string {
 
 // Error is a failed chat completion. Status is the last attempt's HTTP
 // status (0 for a connection error), Code the upstream error code,
-// RetryAfter the wait the upstream asked for (429), Attempts how many
+// RetryAfter the wait the upstream asked for (429, 503), Attempts how many
 // attempts were made and Elapsed how long the last one took.
 type Error struct {
 	Kind       Kind
@@ -145,6 +145,8 @@ func classify(status int, h http.Header, body []byte) *Error {
 	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusNotFound:
 		e.Kind = KindMisconfigured
 	case status == http.StatusServiceUnavailable:
+		// Its wait, when it names one, is passed on to the caller.
+		e.RetryAfter, _ = retry.ServerWait(h, time.Time{})
 		e.Kind = KindUnavailable
 	case status >= 500:
 		e.Kind = KindTransient

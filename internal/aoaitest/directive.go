@@ -36,7 +36,8 @@ type Directive struct {
 	// Delay is the wait before the first byte of a slow directive (key ms).
 	Delay time.Duration
 	// RetryAfter is the wait a throttle directive asks for (key s, whole
-	// seconds).
+	// seconds), or a status directive's answer names (key retry-ms, in ms:
+	// retry-after-ms, and retry-after in whole seconds rounded up; 0: none).
 	RetryAfter time.Duration
 	// Times, when positive, limits the fault to the first Times requests
 	// carrying the same ID; later ones are answered normally. 0 means every
@@ -79,19 +80,19 @@ var (
 )
 
 // kindKeys lists, per kind, the keys it accepts besides the common ones (after,
-// times, id), and the key it requires, if any.
+// times, id), and whether it requires the first of them.
 var kindKeys = map[Kind]struct {
-	extra     string
+	extra     []string
 	required  bool
 	midStream bool // takes tokens=N
 }{
 	KindHang:      {midStream: true},
-	KindSlow:      {extra: "ms", required: true},
-	KindStatus:    {extra: "code", required: true},
+	KindSlow:      {extra: []string{"ms"}, required: true},
+	KindStatus:    {extra: []string{"code", "retry-ms"}, required: true},
 	KindReset:     {midStream: true},
 	KindMalformed: {},
-	KindThrottle:  {extra: "s"},
-	KindFilter:    {extra: "part", midStream: true},
+	KindThrottle:  {extra: []string{"s"}},
+	KindFilter:    {extra: []string{"part"}, midStream: true},
 }
 
 // FindDirective returns the last directive in text, reporting false when
@@ -133,7 +134,7 @@ func ParseDirective(s string) (Directive, error) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s given twice", clip(s), errSyntax, clip(k))
 		}
 		seen[k] = true
-		if !slices.Contains([]string{"after", "times", "id", spec.extra}, k) && (k != "tokens" || !spec.midStream) {
+		if !slices.Contains([]string{"after", "times", "id"}, k) && !slices.Contains(spec.extra, k) && (k != "tokens" || !spec.midStream) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
 		}
 		if k == "part" {
@@ -164,15 +165,18 @@ func ParseDirective(s string) (Directive, error) {
 				return Directive{}, fmt.Errorf("directive %q: %w: code=%d is not 400..599", clip(s), errValue, n)
 			}
 			d.Code = n
-		case "after", "ms":
+		case "after", "ms", "retry-ms":
 			w := time.Duration(n) * time.Millisecond
 			if n > int(maxDirectiveWait/time.Millisecond) {
 				return Directive{}, fmt.Errorf("directive %q: %w: %s=%d is over %v", clip(s), errValue, k, n, maxDirectiveWait)
 			}
-			if k == "after" {
+			switch k {
+			case "after":
 				d.After = w
-			} else {
+			case "ms":
 				d.Delay = w
+			default:
+				d.RetryAfter = w
 			}
 		case "s":
 			if n > int(maxDirectiveWait/time.Second) {
@@ -188,8 +192,8 @@ func ParseDirective(s string) (Directive, error) {
 		}
 		d.Completion = true
 	}
-	if spec.required && !seen[spec.extra] {
-		return Directive{}, fmt.Errorf("directive %q: %w %s", clip(s), errRequired, spec.extra)
+	if spec.required && !seen[spec.extra[0]] {
+		return Directive{}, fmt.Errorf("directive %q: %w %s", clip(s), errRequired, spec.extra[0])
 	}
 	if d.Kind == KindThrottle && !seen["s"] {
 		d.RetryAfter = defaultThrottle
@@ -214,6 +218,9 @@ func (d Directive) String() string {
 		fmt.Fprintf(&b, " ms=%d", d.Delay.Milliseconds())
 	case KindStatus:
 		fmt.Fprintf(&b, " code=%d", d.Code)
+		if d.RetryAfter > 0 {
+			fmt.Fprintf(&b, " retry-ms=%d", d.RetryAfter.Milliseconds())
+		}
 	case KindThrottle:
 		fmt.Fprintf(&b, " s=%d", int64(d.RetryAfter/time.Second))
 	case KindFilter:

@@ -24,6 +24,10 @@ func TestFindDirective(t *testing.T) {
 		{name: "slow", text: "hi [[sim:slow ms=2500]] there", want: aoaitest.Directive{Kind: aoaitest.KindSlow, Delay: 2500 * time.Millisecond}, found: true},
 		{name: "status full", text: "[[sim:status code=503 after=100 times=2 id=a-1]]",
 			want: aoaitest.Directive{Kind: aoaitest.KindStatus, Code: 503, After: 100 * time.Millisecond, Times: 2, ID: "a-1"}, found: true},
+		{name: "status naming a wait", text: "[[sim:status code=503 retry-ms=2500]]",
+			want: aoaitest.Directive{Kind: aoaitest.KindStatus, Code: 503, RetryAfter: 2500 * time.Millisecond}, found: true},
+		{name: "retry-ms is for status", text: "[[sim:throttle retry-ms=5]]", found: true, err: true},
+		{name: "status needs its code", text: "[[sim:status retry-ms=5]]", found: true, err: true},
 		{name: "throttle default s", text: "[[sim:throttle]]", want: aoaitest.Directive{Kind: aoaitest.KindThrottle, RetryAfter: time.Second}, found: true},
 		{name: "throttle s", text: "[[sim:throttle s=12 times=1 id=x]]", want: aoaitest.Directive{Kind: aoaitest.KindThrottle, RetryAfter: 12 * time.Second, Times: 1, ID: "x"}, found: true},
 		{name: "reset after", text: "[[sim:reset after=5]]", want: aoaitest.Directive{Kind: aoaitest.KindReset, After: 5 * time.Millisecond}, found: true},
@@ -78,6 +82,10 @@ func TestDirectiveStringRoundTrips(t *testing.T) {
 	assert.True(t, found)
 	assert.Equal(t, d, back)
 	assert.Empty(t, aoaitest.Directive{}.String())
+	d = aoaitest.Directive{Kind: aoaitest.KindStatus, Code: 503, RetryAfter: 1500 * time.Millisecond}
+	back, _, err = aoaitest.FindDirective(d.String())
+	require.NoError(t, err)
+	assert.Equal(t, d, back)
 }
 
 func FuzzFindDirective(f *testing.F) {

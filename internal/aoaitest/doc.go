@@ -69,7 +69,8 @@
 //   - status code=C: answer C (400-599). 500 has the recorded body; 502, 503
 //     and 504, which were never recorded, the same server_error shape; 401
 //     and 404 the recorded 401 and DeploymentNotFound bodies; 429 the
-//     rate-limit body without retry-after.
+//     rate-limit body without retry-after. A 5xx with retry-ms=N also
+//     names a wait: retry-after-ms N and retry-after N/1000 rounded up.
 //   - reset: close the connection without an answer (RST on TCP).
 //   - malformed: 200 application/json with a truncated, unparseable body.
 //   - throttle s=N: 429 with retry-after N and retry-after-ms N*1000 (N

@@ -34,6 +34,9 @@ func (ex *exchange) fault(d Directive) {
 		case d.Code == http.StatusNotFound:
 			ex.gatewayError(d.Code, codeMessage{Code: "DeploymentNotFound", Message: msgNoDeployment})
 		case d.Code >= 500:
+			if d.RetryAfter > 0 {
+				ex.retryHeaders(d.RetryAfter)
+			}
 			ex.serverError(d.Code)
 		default:
 			ex.gatewayError(d.Code, codeMessage{Code: strconv.Itoa(d.Code), Message: http.StatusText(d.Code)})
@@ -86,10 +89,8 @@ func (ex *exchange) unauthorized() {
 
 // throttled answers 429 asking the client to wait.
 func (ex *exchange) throttled(wait time.Duration, v verdict) {
-	secs := int64(math.Ceil(wait.Seconds()))
+	secs := ex.retryHeaders(wait)
 	h := ex.w.Header()
-	h.Set("retry-after", strconv.FormatInt(secs, 10))
-	h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
 	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(v.remainingRequests))
 	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(v.remainingTokens))
 	limit := "token"
@@ -104,6 +105,16 @@ func (ex *exchange) throttled(wait time.Duration, v verdict) {
 		h.Set("policy-id", "DeploymentRatelimit-Token")
 	}
 	ex.gatewayError(http.StatusTooManyRequests, codeMessage{Code: "429", Message: rateLimitMessage(limit, ex.apiVersion, secs)})
+}
+
+// retryHeaders names wait as Azure does, in retry-after (whole seconds,
+// rounded up, which it returns) and retry-after-ms.
+func (ex *exchange) retryHeaders(wait time.Duration) int64 {
+	secs := int64(math.Ceil(wait.Seconds()))
+	h := ex.w.Header()
+	h.Set("retry-after", strconv.FormatInt(secs, 10))
+	h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	return secs
 }
 
 // gatewayError answers a {"error":{"code","message"}} body with the

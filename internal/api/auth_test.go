@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -217,8 +219,19 @@ func TestEntraRotationIsAcceptedAfterOneRefresh(t *testing.T) {
 	})
 }
 
+// assertComeBackIn checks that a 503 auth_unavailable says when the keys
+// may be fetched again, in its headers and its message (the clients read
+// the one and show the other).
+func assertComeBackIn(t *testing.T, w *httptest.ResponseRecorder, seconds int) {
+	t.Helper()
+	assert.Equal(t, strconv.Itoa(seconds), w.Header().Get("Retry-After"))
+	assert.Equal(t, strconv.Itoa(seconds*1000), w.Header().Get("retry-after-ms"))
+	assert.Equal(t, fmt.Sprintf("Sign-in cannot be checked right now. Try again in %d s.", seconds), decodeError(t, w).Error.Message)
+}
+
 // Keys endpoint down: cold, a fast 503 auth_unavailable (retryable) and no
-// upstream call; warm, the cached keys keep working.
+// upstream call, saying when the keys will be fetched again (asking sooner
+// is answered the same at once); warm, the cached keys keep working.
 func TestEntraKeysDown(t *testing.T) {
 	iss := newIssuer(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -226,8 +239,18 @@ func TestEntraKeysDown(t *testing.T) {
 		iss.SetDown(true)
 		start := time.Now()
 		token := mint(t, iss, issuertest.Token{})
-		assertRefused(t, h, h.do(withBearer(token)), http.StatusServiceUnavailable, "auth_unavailable", "", token)
+		w := h.do(withBearer(token))
+		assertRefused(t, h, w, http.StatusServiceUnavailable, "auth_unavailable", "", token)
 		assert.Less(t, time.Since(start), time.Second, "fast")
+		assertComeBackIn(t, w, 10) // ColdRetryInterval
+		time.Sleep(6500 * time.Millisecond)
+		w = h.do(withBearer(token))
+		assertRefused(t, h, w, http.StatusServiceUnavailable, "auth_unavailable", "", token)
+		assert.Equal(t, "4", w.Header().Get("Retry-After"), "3.5 s left, in whole seconds rounded up")
+		assert.Equal(t, "3500", w.Header().Get("retry-after-ms"))
+		time.Sleep(3200 * time.Millisecond)
+		assertComeBackIn(t, h.do(withBearer(token)), 1) // 0.3 s left: at least a second
+		assert.Equal(t, 1, iss.MetadataRequests(), "no fetch before the time it named")
 
 		iss.SetDown(false)
 		time.Sleep(caller.ColdRetryInterval)
@@ -235,6 +258,31 @@ func TestEntraKeysDown(t *testing.T) {
 		iss.SetDown(true)
 		time.Sleep(caller.MaxKeyAge)
 		decodeOK(t, h.do(withBearer(mint(t, iss, issuertest.Token{}))))
+	})
+}
+
+// A token signed with a key the warm cache does not know while Entra ID is
+// down: whether it is good cannot be told until the next refresh, a minute
+// after the one that failed, and the 503 says so.
+func TestEntraUnknownKeyWhileKeysDownSaysWhenTheNextRefreshIs(t *testing.T) {
+	iss := newIssuer(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, entraEnv(nil), aoaitest.Options{}, withIssuer(iss))
+		decodeOK(t, h.do(withBearer(mint(t, iss, issuertest.Token{}))))
+		time.Sleep(caller.RefreshInterval)
+		_, err := iss.Rotate()
+		require.NoError(t, err)
+		iss.SetDown(true)
+		token := mint(t, iss, issuertest.Token{})
+		w := h.do(withBearer(token))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+		assertComeBackIn(t, w, 60) // RefreshInterval
+		time.Sleep(45 * time.Second)
+		w = h.do(withBearer(token))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+		assertComeBackIn(t, w, 15)
+		assert.Equal(t, 2, iss.MetadataRequests(), "the first fetch and the failed refresh")
+		assert.Equal(t, 1, h.sim.Stats().Requests, "only the first request went upstream")
 	})
 }
 
@@ -296,6 +344,7 @@ func TestEntraKeysHangingEndWithTheCallersTimeout(t *testing.T) {
 		w := h.do(r)
 		assert.Equal(t, time.Second, time.Since(start), "3000 ms less the 2 s margin")
 		assertRefused(t, h, w, http.StatusServiceUnavailable, "auth_unavailable", "", "")
+		assertComeBackIn(t, w, 4)              // the shared fetch's 5 s, less the 1 s waited
 		time.Sleep(caller.DefaultFetchTimeout) // the shared fetch ends inside the bubble
 	})
 }

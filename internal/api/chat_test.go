@@ -232,6 +232,39 @@ func TestThrottleThatDoesNotFitAnswers429AtOnce(t *testing.T) {
 	})
 }
 
+// A fast upstream 503 passes on the wait Azure OpenAI named (retry-after-ms
+// first, as the retry rule reads it), and says it in its message as every
+// answer with retry-after-ms does; one that named none names none, so each
+// client keeps its own jittered backoff.
+func TestUpstream503PassesOnAzuresWait(t *testing.T) {
+	tests := []struct {
+		directive           string
+		wantSeconds, wantMs string
+		wantMessage         string
+	}{
+		{"[[sim:status code=503 retry-ms=2500]]", "3", "2500", "The AI service is briefly unavailable. Try again in 3 s."},
+		{"[[sim:status code=503 retry-ms=40000]]", "40", "40000", "The AI service is briefly unavailable. Try again in 40 s."},
+		{"[[sim:status code=503]]", "", "", "The AI service is briefly unavailable. Try again in a moment."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.directive, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil, aoaitest.Options{})
+				w := h.do(chatRequest(ask(tt.directive + " hello")))
+				require.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+				e := decodeError(t, w)
+				assert.Equal(t, "upstream_unavailable", e.Error.Code)
+				assert.Equal(t, tt.wantSeconds, w.Header().Get("Retry-After"))
+				assert.Equal(t, tt.wantMs, w.Header().Get("retry-after-ms"))
+				assert.Equal(t, tt.wantMessage, e.Error.Message)
+				assert.Empty(t, w.Header().Get("x-should-retry"))
+				assertCORS(t, w.Header())
+				assert.Equal(t, 1, h.sim.Stats().Requests, "the server does not retry a 503 itself")
+			})
+		})
+	}
+}
+
 func TestSuccessMatchesTheRecordedUsage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, map[string]string{"AZURE_OPENAI_DEPLOYMENT": "gpt-4"}, aoaitest.Options{Deployments: []string{"gpt-4"}})

@@ -62,7 +62,7 @@ func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
 type answer struct {
 	status     int
 	code, msg  string
-	retryAfter time.Duration // 429 only
+	retryAfter time.Duration // 429, 503: the wait to ask for; 0: none named
 	challenge  string        // WWW-Authenticate, 401 and 403 only
 }
 
@@ -138,8 +138,12 @@ func callerAnswer(e *caller.Error) answer {
 		return answer{status: http.StatusForbidden, code: "forbidden", challenge: e.Challenge,
 			msg: "Your account is signed in but not allowed to use this service. Ask the site's administrators for access."}
 	case caller.Unavailable:
-		return answer{status: http.StatusServiceUnavailable, code: "auth_unavailable",
-			msg: "Sign-in cannot be checked right now. Try again in a moment."}
+		// Asking again before the keys may be fetched again is refused the
+		// same way: the answer says when (at least a second, the unit of
+		// Retry-After), and its message says it too.
+		wait := max(e.RetryAfter, time.Second)
+		return answer{status: http.StatusServiceUnavailable, code: "auth_unavailable", retryAfter: wait,
+			msg: fmt.Sprintf("Sign-in cannot be checked right now. Try again in %d s.", ceilSeconds(wait))}
 	}
 	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
 }
@@ -162,6 +166,12 @@ func upstreamAnswer(e *aoai.Error) answer {
 		return answer{status: http.StatusInternalServerError, code: "upstream_error",
 			msg: "The AI service failed after a long wait. Trying the same request again will likely take as long; try a shorter question or fewer sources."}
 	case aoai.KindUnavailable:
+		// Azure OpenAI's own wait when its 503 named one; none otherwise, so
+		// that each client keeps its own jittered backoff (docs/api.md).
+		if e.RetryAfter > 0 {
+			return answer{status: http.StatusServiceUnavailable, code: "upstream_unavailable", retryAfter: e.RetryAfter,
+				msg: fmt.Sprintf("The AI service is briefly unavailable. Try again in %d s.", ceilSeconds(e.RetryAfter))}
+		}
 		return answer{status: http.StatusServiceUnavailable, code: "upstream_unavailable",
 			msg: "The AI service is briefly unavailable. Try again in a moment."}
 	case aoai.KindTransient:
@@ -182,8 +192,9 @@ func upstreamAnswer(e *aoai.Error) answer {
 // delta as fields (apiwire.StreamError), so that both are judged alike.
 
 // retryAfterMs is the wait an answer asks for, in ms: a 429's (at least
-// 1 s when Azure named none) or any other answer's that names one (the 503
-// overloaded); 0 when there is none.
+// 1 s when Azure named none) or any other answer's that names one (the
+// 503s overloaded, auth_unavailable, and upstream_unavailable when Azure's
+// 503 named one); 0 when there is none.
 func (a answer) retryAfterMs() int64 {
 	if a.status != http.StatusTooManyRequests && a.retryAfter <= 0 {
 		return 0

@@ -377,6 +377,7 @@ func TestStreamFailureAfterAKeepAliveCarriesTheJSONAnswersStatusAndHints(t *test
 		wantRetryAfter  int64
 	}{
 		{"[[sim:status code=503 after=20000]]", 20 * time.Second, 503, "upstream_unavailable", true, 0},
+		{"[[sim:status code=503 after=20000 retry-ms=2500]]", 20 * time.Second, 503, "upstream_unavailable", true, 2500},
 		{"[[sim:status code=503 after=40000]]", 40 * time.Second, 500, "upstream_error", false, 0}, // slow: a timeout
 		{"[[sim:throttle s=50 after=20000]]", 20 * time.Second, 429, "rate_limited", true, 50_000}, // 50 s does not fit the caller's 60 s
 		{"[[sim:reset after=20000]]", 20 * time.Second, 502, "upstream_error", true, 0},

@@ -43,7 +43,8 @@ type StreamError struct {
 	Partial bool `json:"partial"`
 	// Status is the HTTP status of the JSON answer; only when Partial is false.
 	Status int `json:"status,omitempty"`
-	// RetryAfterMs is its retry-after-ms header (a 429's wait); 0 when none.
+	// RetryAfterMs is its retry-after-ms header (a 429's wait, or a 503's
+	// that names one); 0 when none.
 	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 	// ShouldRetry is false where its x-should-retry header says false;
 	// only when Partial is false.

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Caller is a verified caller. The zero value is the anonymous caller of
@@ -70,7 +71,12 @@ type Error struct {
 	// Challenge is the WWW-Authenticate value to send with the answer
 	// (RFC 6750 section 3), empty for none.
 	Challenge string
-	Err       error
+	// RetryAfter, on an Unavailable refusal, is how long until the tenant's
+	// keys may be fetched again (the backoff left, or the fetch under way's
+	// time left): asking before then is refused the same way, at once. 0
+	// when unknown.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {

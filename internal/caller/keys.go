@@ -112,11 +112,13 @@ func (c *keyCache) lookup(ctx context.Context, tid, kid string) (signingKey, err
 			case known:
 				return k, nil
 			case t.keys == nil:
-				return signingKey{}, &Error{Kind: Unavailable, Err: fmt.Errorf("keys of tenant %s: %w", tid, t.lastErr)}
+				return signingKey{}, &Error{Kind: Unavailable, RetryAfter: t.tried.Add(ColdRetryInterval).Sub(now),
+					Err: fmt.Errorf("keys of tenant %s: %w", tid, t.lastErr)}
 			case t.lastErr != nil:
 				// The last refresh, which might have brought a rotated key,
 				// failed: whether the token is good cannot be told.
-				return signingKey{}, &Error{Kind: Unavailable, Err: fmt.Errorf("refresh keys of tenant %s: %w", tid, t.lastErr)}
+				return signingKey{}, &Error{Kind: Unavailable, RetryAfter: t.tried.Add(RefreshInterval).Sub(now),
+					Err: fmt.Errorf("refresh keys of tenant %s: %w", tid, t.lastErr)}
 			}
 			return signingKey{}, unauthenticated(challengeInvalidToken, "kid %q of tenant %s: %w", kid, tid, ErrUnknownKey)
 		}
@@ -125,12 +127,13 @@ func (c *keyCache) lookup(ctx context.Context, tid, kid string) (signingKey, err
 			t.tried = now
 			go c.refresh(context.WithoutCancel(ctx), tid, t, t.flight)
 		}
-		flight := t.flight
+		flight, flightEnds := t.flight, t.tried.Add(c.timeout)
 		t.mu.Unlock()
 		select {
 		case <-flight:
 		case <-ctx.Done():
-			return signingKey{}, &Error{Kind: Unavailable, Err: fmt.Errorf("waiting for the keys of tenant %s: %w", tid, context.Cause(ctx))}
+			return signingKey{}, &Error{Kind: Unavailable, RetryAfter: time.Until(flightEnds),
+				Err: fmt.Errorf("waiting for the keys of tenant %s: %w", tid, context.Cause(ctx))}
 		}
 	}
 }
