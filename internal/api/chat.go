@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/admission"
@@ -289,11 +290,16 @@ func (s *server) handleNotFound() http.HandlerFunc {
 }
 
 // handleMethodNotAllowed answers a known path asked with a method it does
-// not take. chi notes a route's pattern only when path and method both
-// match, so the log line's route is looked up here by path (pathPattern).
+// not take, with the methods it does take in Allow. chi notes a route's
+// pattern only when path and method both match, so the log line's route is
+// looked up here by path (pathRoute).
 func (s *server) handleMethodNotAllowed() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		recordFrom(r.Context()).route = s.pathPattern(r)
+		pattern, allow := s.pathRoute(r)
+		recordFrom(r.Context()).route = pattern
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
 		s.fail(w, r, errMethodNotAllowed)
 	}
 }

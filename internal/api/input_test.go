@@ -134,18 +134,20 @@ func TestOversizedChunkedBodyIsRefusedWhileReading(t *testing.T) {
 
 // Every answer carries CORS headers and an id, and its log line names the
 // route by pattern: a 405 the path's (Log Analytics queries by route see
-// it), "unmatched" only where no route has the path.
+// it), "unmatched" only where no route has the path. A 405 names the
+// methods the path takes in Allow (RFC 9110, 15.5.6).
 func TestEveryAnswerCarriesCORSAndAnID(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		wantStatus         int
 		wantCode           string
 		wantRoute          string
+		wantAllow          string
 	}{
-		{"unknown route", http.MethodGet, "/api/nothing", 404, "not_found", "unmatched"},
-		{"wrong method", http.MethodGet, "/api/chat", 405, "method_not_allowed", "/api/chat"},
-		{"wrong method on health", http.MethodDelete, "/api/health", 405, "method_not_allowed", "/api/health"},
-		{"health", http.MethodGet, "/api/health", 200, "", "/api/health"},
+		{"unknown route", http.MethodGet, "/api/nothing", 404, "not_found", "unmatched", ""},
+		{"wrong method", http.MethodGet, "/api/chat", 405, "method_not_allowed", "/api/chat", "POST"},
+		{"wrong method on health", http.MethodDelete, "/api/health", 405, "method_not_allowed", "/api/health", "GET, HEAD"},
+		{"health", http.MethodGet, "/api/health", 200, "", "/api/health", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +160,7 @@ func TestEveryAnswerCarriesCORSAndAnID(t *testing.T) {
 				assertCORS(t, w.Header())
 				assert.Len(t, w.Header().Get("x-request-id"), 32)
 				assert.Contains(t, w.Header().Get("Content-Type"), "application/json")
+				assert.Equal(t, tt.wantAllow, w.Header().Get("Allow"))
 				if tt.wantCode != "" {
 					assert.Equal(t, tt.wantCode, decodeError(t, w).Error.Code)
 				}
@@ -175,9 +178,10 @@ func TestEveryAnswerCarriesCORSAndAnID(t *testing.T) {
 func TestUnknownMethodIsLoggedWithThePathsRoute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil, aoaitest.Options{})
-		for _, path := range []string{"/api/chat", "/api/nothing"} {
-			w := h.do(httptest.NewRequestWithContext(context.Background(), "PROPFIND", path, nil))
-			assert.Equal(t, http.StatusMethodNotAllowed, w.Code, path)
+		for _, tt := range []struct{ path, allow string }{{"/api/chat", "POST"}, {"/api/nothing", ""}} {
+			w := h.do(httptest.NewRequestWithContext(context.Background(), "PROPFIND", tt.path, nil))
+			assert.Equal(t, http.StatusMethodNotAllowed, w.Code, tt.path)
+			assert.Equal(t, tt.allow, w.Header().Get("Allow"), tt.path)
 		}
 		lines := h.logLines()
 		require.Len(t, lines, 2)

@@ -43,19 +43,21 @@ var routeMethods = []string{
 	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace,
 }
 
-// pathPattern is the pattern of the route r's path matches with some other
-// method than r's, as chi matches it; "" when no route has that path (chi
-// also answers 405 to a method it does not know, whatever the path). Only
-// a 405 pays for it.
-func (s *server) pathPattern(r *http.Request) string {
+// pathRoute is the pattern of the route r's path matches with some other
+// method than r's, as chi matches it, and the methods that path takes, for
+// the 405's Allow header (RFC 9110, 15.5.6: a 405 names them); "" and none
+// when no route has that path (chi also answers 405 to a method it does
+// not know, whatever the path). Only a 405 pays for it.
+func (s *server) pathRoute(r *http.Request) (pattern string, allow []string) {
 	path := cmp.Or(r.URL.RawPath, r.URL.Path, "/")
 	rctx := s.routing.Get().(*chi.Context)
 	defer s.routing.Put(rctx)
 	for _, m := range routeMethods {
 		rctx.Reset()
 		if p := s.mux.Find(rctx, m, path); p != "" {
-			return p
+			pattern = cmp.Or(pattern, p)
+			allow = append(allow, m)
 		}
 	}
-	return ""
+	return pattern, allow
 }
