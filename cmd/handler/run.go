@@ -34,7 +34,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger := a.Logger
 
 	// The Functions host calls http://127.0.0.1:<port>; nothing else needs
 	// to reach the handler.
@@ -42,6 +41,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	return serve(ctx, ln, cfg, a)
+}
+
+// serve is run's second half: it serves the stack a on ln until ctx ends,
+// then shuts down (shutdown) and returns.
+func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) error {
+	logger := a.Logger
 	open := newConns()
 	srv := &http.Server{
 		Handler:           a.Handler,
@@ -70,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("shutting down", "inFlight", open.active())
 	// Every request in flight ends within its budget, which is at most
 	// cfg.Budget (a caller's timeout only shortens it).
-	if err := shutdown(srv, open, cfg.Budget); err != nil {
+	if err := shutdown(srv, open, cfg.Budget, a.Lingering); err != nil {
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/timebox-dev/timebox/internal/api"
 )
 
 // conns knows every open connection's state, so that shutdown can close the
@@ -60,9 +62,13 @@ func (c *conns) active() int {
 // shutdown stops accepting, lets every request in flight be answered
 // (each ends within its budget, so at most longest budget from now), closes
 // connections that hold no request, and returns once every connection is
-// closed. A request still running a second past the budget means a bound
-// failed somewhere: the rest are closed and the error says how many.
-func shutdown(srv *http.Server, c *conns, longest time.Duration) error {
+// closed, those the handler took over to close lingering included (each
+// within half a second, and never past the shutdown's own limit): the
+// process exits after it, and an exit would reset a lingering client still
+// uploading before it has read its answer. A request still running a
+// second past the budget means a bound failed somewhere: the rest are
+// closed and the error says how many.
+func shutdown(srv *http.Server, c *conns, longest time.Duration, lingering *api.Lingering) error {
 	ctx, cancel := context.WithTimeout(context.Background(), longest+time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -73,6 +79,9 @@ func shutdown(srv *http.Server, c *conns, longest time.Duration) error {
 		select {
 		case err := <-done:
 			if err == nil {
+				// Shutdown does not see connections taken over from it:
+				// those that linger are counted by the handler.
+				lingering.Wait(ctx)
 				return nil
 			}
 			n := c.active()

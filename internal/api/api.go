@@ -55,6 +55,9 @@ type Options struct {
 	AllowedOrigins []string
 	// Version is reported by GET /api/health.
 	Version string
+	// Lingering counts the connections closed lingering after an early
+	// answer, for the server's shutdown to wait on; nil counts nothing.
+	Lingering *Lingering
 
 	// Caller checks who calls the routes that spend tokens (POST
 	// /api/chat); required: caller.Anonymous{} when AUTH_MODE is none.

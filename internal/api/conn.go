@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -88,10 +90,16 @@ const (
 // reads the answer, then the end of the stream), reads and drops what the
 // client still sends for lingerFor at most, and closes it. A connection
 // net/http cannot hand over (HTTP/2) is left to net/http, which closes it.
-func (c *bodyConn) linger() {
+// l counts it until it is closed (nil: not counted), so that shutdown can
+// wait for it: http.Server.Shutdown no longer sees it once it is taken.
+func (c *bodyConn) linger(l *Lingering) {
 	if !c.unread() {
 		return
 	}
+	// Counted before it is taken: Shutdown, which may return as soon as it
+	// is, must find it counted.
+	l.begin()
+	defer l.end()
 	conn, _, err := c.rc.Hijack()
 	if err != nil {
 		return
@@ -109,6 +117,63 @@ func (c *bodyConn) linger() {
 	// work of reading it.
 	if _, err := io.CopyN(io.Discard, conn, lingerReadLimit); err == nil {
 		time.Sleep(time.Until(deadline))
+	}
+}
+
+// Lingering counts the connections that linger (bodyConn.linger) until
+// each is closed. net/http has handed them over, so http.Server.Shutdown
+// neither sees nor waits for them: a process that exits while one lingers
+// closes it with the client's bytes unread, and the client, still
+// uploading, gets a reset instead of the answer it was sent. The handler's
+// shutdown waits for them (Wait). The zero value is ready; a nil
+// *Lingering counts nothing.
+type Lingering struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while nobody waits
+}
+
+func (l *Lingering) begin() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.n++
+	l.mu.Unlock()
+}
+
+func (l *Lingering) end() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n--
+	if l.n == 0 && l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
+}
+
+// Wait returns once no connection lingers, or when ctx ends (the
+// shutdown's own limit). Each connection ends its lingering by its own
+// deadline, lingerFor after its answer, so Wait takes at most that. Call
+// it once the server has stopped taking requests (http.Server.Shutdown has
+// returned): every connection that will linger is counted by then.
+func (l *Lingering) Wait(ctx context.Context) {
+	l.mu.Lock()
+	if l.n == 0 {
+		l.mu.Unlock()
+		return
+	}
+	if l.idle == nil {
+		l.idle = make(chan struct{})
+	}
+	idle := l.idle
+	l.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
 	}
 }
 

@@ -206,7 +206,7 @@ func (s *server) finish(rec *record) {
 	// An answer sent before its body was in: the connection is closed
 	// without a reset reaching a client still sending (see bodyConn).
 	if sent {
-		rec.body.linger()
+		rec.body.linger(s.Lingering)
 	}
 }
 

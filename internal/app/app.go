@@ -67,6 +67,10 @@ type App struct {
 	// Logger writes JSON lines to Ext.Logs at cfg.LogLevel; the binary's
 	// own lines (listening, shutting down, the server's errors) use it too.
 	Logger *slog.Logger
+	// Lingering counts the connections the handler has taken from net/http
+	// to close them lingering (an answer sent before its body was in);
+	// the server's shutdown waits for them after http.Server.Shutdown.
+	Lingering *api.Lingering
 }
 
 // New builds the stack from cfg. It fails when the tokenizer, the
@@ -98,6 +102,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 	if version == "" {
 		version = "dev"
 	}
+	lingering := &api.Lingering{}
 	h := api.New(api.Options{
 		Budget:              cfg.Budget,
 		ClientTimeoutMargin: cfg.ClientTimeoutMargin,
@@ -110,6 +115,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		Admission:           admission.New(cfg.MaterialInFlight, debug.FreeOSMemory),
 		AllowedOrigins:      cfg.AllowedOrigins,
 		Version:             version,
+		Lingering:           lingering,
 
 		Caller: check,
 		Logger: logger,
@@ -122,7 +128,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		}),
 		Extractor: extractor,
 	})
-	return &App{Handler: h, Logger: logger}, nil
+	return &App{Handler: h, Logger: logger, Lingering: lingering}, nil
 }
 
 // upstream builds the Azure OpenAI client: api-key auth when a key is set,
