@@ -43,7 +43,11 @@ func TestOverloadedIsFastAndRetryable(t *testing.T) {
 		w := h.do(chatRequest(fiveDocuments("hello")))
 		assert.Zero(t, time.Since(start), "answered at once")
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Equal(t, "overloaded", decodeError(t, w).Error.Code)
+		e := decodeError(t, w).Error
+		assert.Equal(t, "overloaded", e.Code)
+		// It carries retry-after-ms, so its message says when (the clients
+		// then add nothing of their own; docs/api.md).
+		assert.Equal(t, "The service is busy with other requests. Try again in 1 s.", e.Message)
 		assert.Equal(t, "1", w.Header().Get("Retry-After"))
 		assert.Equal(t, "1000", w.Header().Get("retry-after-ms"))
 		assert.Empty(t, w.Header().Get("x-should-retry"), "clients retry it")

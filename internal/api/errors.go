@@ -82,7 +82,7 @@ func toAnswer(err error) answer {
 	switch {
 	case errors.Is(err, admission.ErrOverloaded):
 		return answer{status: http.StatusServiceUnavailable, code: "overloaded", retryAfter: admission.RetryAfter,
-			msg: "The service is busy with other requests. Try again in a moment."}
+			msg: fmt.Sprintf("The service is busy with other requests. Try again in %d s.", ceilSeconds(admission.RetryAfter))}
 	case errors.As(err, &apiErr):
 		return answer{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
 	case errors.As(err, &callErr):
