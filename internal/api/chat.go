@@ -111,7 +111,10 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	if msErr == nil && ms > 0 {
 		var ctx context.Context
 		ctx, c.cancel = budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
-		c.r = r.WithContext(ctx)
+		if ctx != r.Context() {
+			// Shortened: a copy of the request carries the new context.
+			c.r = r.WithContext(ctx)
+		}
 	}
 	if err := s.checkCaller(c.r); err != nil {
 		return err

@@ -60,20 +60,28 @@ func From(ctx context.Context) *Budget {
 
 // ShortenForClient moves the deadline to Started + clientTimeout - margin
 // when that is earlier than the budget's, so the server answers before the
-// caller gives up. It records the client's timeout on the Budget.
+// caller gives up. It records the client's timeout on the Budget. When the
+// deadline does not move, it returns ctx itself and a cancel that does
+// nothing: the SPFx client sends its timeout on every request, and a
+// context of its own (a cancelCtx, the Done channel and children map it
+// adds, the request copy that carries it) would be held for the whole wait
+// on Azure OpenAI for nothing.
 func ShortenForClient(ctx context.Context, clientTimeout, margin time.Duration) (context.Context, context.CancelFunc) {
 	b := From(ctx)
 	if b == nil {
-		return context.WithCancel(ctx)
+		return ctx, keep
 	}
 	b.ClientTimeout = clientTimeout
 	d := b.Started.Add(clientTimeout - margin)
 	if !d.Before(b.Deadline) {
-		return context.WithCancel(ctx)
+		return ctx, keep
 	}
 	b.Deadline = d
 	return context.WithDeadlineCause(ctx, d, ErrClientTimeout)
 }
+
+// keep is the cancel of a context ShortenForClient left as it was.
+func keep() {}
 
 // Remaining returns the time left before ctx's deadline; 0 when it has
 // passed, and a very long time when ctx has none.

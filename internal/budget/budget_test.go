@@ -54,6 +54,25 @@ func TestClientTimeoutShortensTheDeadline(t *testing.T) {
 	}
 }
 
+// A caller's timeout that leaves the deadline where it was costs nothing:
+// the same context comes back, and no allocation is made (a context of its
+// own would be held for the whole wait on Azure OpenAI, on every request
+// from the SPFx client, which always says its timeout).
+func TestClientTimeoutThatDoesNotShortenKeepsTheContext(t *testing.T) {
+	ctx, cancel, b := budget.Start(context.Background(), 200*time.Second)
+	defer cancel()
+	got, cancel2 := budget.ShortenForClient(ctx, 300*time.Second, 2*time.Second)
+	cancel2()
+	assert.True(t, got == ctx, "a new context for a deadline that did not move")
+	assert.NoError(t, ctx.Err(), "its cancel ended the request's context")
+	assert.Equal(t, 300*time.Second, b.ClientTimeout)
+	allocs := testing.AllocsPerRun(100, func() {
+		_, cancel := budget.ShortenForClient(ctx, 300*time.Second, 2*time.Second)
+		cancel()
+	})
+	assert.Zero(t, allocs)
+}
+
 func TestStepEndsBeforeItsParentAndNamesItself(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
