@@ -139,6 +139,8 @@ func New(o Options) (*Client, error) {
 	}
 	if o.Transport == nil {
 		o.Transport = newTransport()
+	} else {
+		o.Transport = withAttemptHeaders{o.Transport}
 	}
 	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
 		&policy.ClientOptions{
@@ -146,7 +148,7 @@ func New(o Options) (*Client, error) {
 			// One layer of retries: ours. azcore would otherwise retry 429
 			// and 5xx three times on its own, multiplying slow failures.
 			Retry: policy.RetryOptions{MaxRetries: -1},
-			// send sets the User-Agent azcore's telemetry policy would
+			// attemptHeaders sets the User-Agent azcore's telemetry policy would
 			// (userAgent): a policy is a frame on the stack of a request
 			// waiting on Azure OpenAI, and this one only sets a constant.
 			Telemetry: policy.TelemetryOptions{Disabled: true},
@@ -196,16 +198,19 @@ func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) 
 	}
 }
 
-// call is one Complete: what its attempts share, and its outcome.
+// call is one Complete: what its attempts share, and its outcome. It is
+// also the context its attempts' requests are made with (the caller's, and
+// the call itself as a value, see attemptHeaders), so that the transport
+// finds the request id without an allocation of its own.
 type call struct {
-	c     *Client
-	ctx   context.Context
-	req   *Request
-	body  []byte
-	n     int       // attempts so far
-	start time.Time // of the last attempt
-	resp  *Response
-	err   error
+	context.Context // the caller's
+	c               *Client
+	req             *Request
+	body            []byte
+	n               int       // attempts so far
+	start           time.Time // of the last attempt
+	resp            *Response
+	err             error
 }
 
 // newCall returns req's call, its body encoded. The call is on the heap
@@ -215,26 +220,38 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("complete chat: %w", err)
 	}
-	return &call{c: c, ctx: ctx, req: req, body: body}, nil
+	return &call{Context: ctx, c: c, req: req, body: body}, nil
 }
 
-// request begins an attempt: its request, the body left for settle
-// (azcore's SkipBodyDownload).
+type callKey struct{}
+
+// Value returns the call itself for callKey, else the caller's context's value.
+func (a *call) Value(key any) any {
+	if key == (callKey{}) {
+		return a
+	}
+	return a.Context.Value(key)
+}
+
+// request begins an attempt: its request, with no headers (see
+// attemptHeaders), the body left for settle (azcore's SkipBodyDownload).
 func (a *call) request() (*policy.Request, error) {
 	a.n++
 	a.start = time.Now()
-	req, err := runtime.NewRequest(a.ctx, http.MethodPost, a.c.url)
+	req, err := runtime.NewRequest(a, http.MethodPost, a.c.url)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	req.Raw().Header.Set("User-Agent", userAgent)
-	req.Raw().Header.Set("Accept", "text/event-stream")
-	if a.req.RequestID != "" {
-		req.Raw().Header.Set("x-ms-client-request-id", a.req.RequestID)
-	}
-	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), "application/json"); err != nil {
+	// SetBody for what it gives the request to send its body again (the
+	// bearer policy does after a claims challenge): GetBody and azcore's
+	// own copy. Not for the header map it fills, which is replaced by an
+	// empty one: the Content-Length it puts there is written from
+	// ContentLength on the wire anyway, and the Content-Type is
+	// attemptHeaders'.
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), ""); err != nil {
 		return nil, fmt.Errorf("set body: %w", err)
 	}
+	req.Raw().Header = http.Header{}
 	// The body is read here, not by azcore, so that text is handed on as it
 	// arrives.
 	runtime.SkipBodyDownload(req)
@@ -247,15 +264,15 @@ func (a *call) request() (*policy.Request, error) {
 func (a *call) settle(hr *http.Response, err error) (done bool) {
 	var h http.Header
 	if err != nil {
-		err = sendFailure(a.ctx, err)
+		err = sendFailure(a.Context, err)
 	} else {
-		a.resp, h, err = a.c.read(a.ctx, hr, a.req.OnDelta)
+		a.resp, h, err = a.c.read(a.Context, hr, a.req.OnDelta)
 	}
 	if err == nil {
 		a.resp.Attempts, a.resp.UpstreamRequestID = a.n, upstreamRequestID(h)
 		return true
 	}
-	again, err := a.c.retry(a.ctx, a.n, time.Since(a.start), h, err)
+	again, err := a.c.retry(a.Context, a.n, time.Since(a.start), h, err)
 	if !again {
 		a.err = err
 	}
