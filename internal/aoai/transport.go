@@ -133,6 +133,6 @@ func attemptHeaders(req *http.Request) {
 	h.Set("Accept", "text/event-stream")
 	h.Set("Content-Type", "application/json")
 	if a, ok := req.Context().Value(callKey{}).(*call); ok && a.req.RequestID != "" {
-		h.Set("x-ms-client-request-id", a.req.RequestID)
+		h.Set("X-Ms-Client-Request-Id", a.req.RequestID) // in canonical form: Set then copies no key
 	}
 }
