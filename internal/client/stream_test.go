@@ -82,6 +82,7 @@ func failing(t *testing.T, first, data string) (*client.Client, *[]time.Duration
 		}
 		_, _ = w.Write([]byte(first))
 		_ = http.NewResponseController(w).Flush()
+		// Virtual time: every caller serves this inside a synctest bubble.
 		time.Sleep(20 * time.Second)
 		_, _ = w.Write([]byte("event: error\ndata: " + data + "\n\n"))
 	}))
