@@ -333,3 +333,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// namedTest is a Go test, benchmark or fuzz target as the docs name one
+// (TestErrorTable, api.BenchmarkChat).
+var namedTest = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)`)
+
+// TestNamedTestsExist: the docs name the tests that hold a promise and the
+// benchmarks behind a figure, so that a reader can run them; a test renamed
+// or removed must take its name out of the docs with it.
+func TestNamedTestsExist(t *testing.T) {
+	root := repoRoot(t)
+	defined := map[string]bool{}
+	funcName := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
+	var docs []string
+	for _, f := range projectFiles(t, root) {
+		switch {
+		case strings.HasPrefix(f, "third_party/") || strings.Contains(f, "node_modules/"):
+		case strings.HasSuffix(f, "_test.go"):
+			text, _ := readText(t, root, f)
+			for _, m := range funcName.FindAllStringSubmatch(text, -1) {
+				defined[m[1]] = true
+			}
+		case strings.HasSuffix(f, ".md"):
+			docs = append(docs, f)
+		}
+	}
+	require.NotEmpty(t, defined)
+	for _, f := range docs {
+		text, _ := readText(t, root, f)
+		for _, m := range namedTest.FindAllStringSubmatch(text, -1) {
+			if !defined[m[1]] {
+				t.Errorf("%s names %s, which no Go test file defines", f, m[1])
+			}
+		}
+	}
+}
