@@ -148,7 +148,7 @@ func New(o Options) (*Client, error) {
 			// One layer of retries: ours. azcore would otherwise retry 429
 			// and 5xx three times on its own, multiplying slow failures.
 			Retry: policy.RetryOptions{MaxRetries: -1},
-			// attemptHeaders sets the User-Agent azcore's telemetry policy would
+			// prepareSend sets the User-Agent azcore's telemetry policy would
 			// (userAgent): a policy is a frame on the stack of a request
 			// waiting on Azure OpenAI, and this one only sets a constant.
 			Telemetry: policy.TelemetryOptions{Disabled: true},
@@ -200,7 +200,7 @@ func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) 
 
 // call is one Complete: what its attempts share, and its outcome. It is
 // also the context its attempts' requests are made with (the caller's, and
-// the call itself as a value, see attemptHeaders), so that the transport
+// the call itself as a value, see prepareSend), so that the transport
 // finds the request id without an allocation of its own.
 type call struct {
 	context.Context // the caller's
@@ -234,7 +234,7 @@ func (a *call) Value(key any) any {
 }
 
 // request begins an attempt: its request, with no headers (see
-// attemptHeaders), the body left for settle (azcore's SkipBodyDownload).
+// prepareSend), the body left for settle (azcore's SkipBodyDownload).
 func (a *call) request() (*policy.Request, error) {
 	a.n++
 	a.start = time.Now()
@@ -247,7 +247,7 @@ func (a *call) request() (*policy.Request, error) {
 	// own copy. Not for the header map it fills, which is replaced by an
 	// empty one: the Content-Length it puts there is written from
 	// ContentLength on the wire anyway, and the Content-Type is
-	// attemptHeaders'.
+	// prepareSend'.
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), ""); err != nil {
 		return nil, fmt.Errorf("set body: %w", err)
 	}

@@ -28,7 +28,7 @@ import (
 // An attempt reaches Azure OpenAI byte for byte as it always has, whichever
 // transport sends it (the default, or one given in Options): its headers
 // are set at the transport, on the request azcore's retry policy sends, not
-// on the one Complete makes (see attemptHeaders), and none is lost or added
+// on the one Complete makes (see prepareSend), and none is lost or added
 // on the way.
 func TestAttemptOnTheWire(t *testing.T) {
 	for _, tt := range []struct {
@@ -119,7 +119,7 @@ func (claimsCredential) GetToken(_ context.Context, o policy.TokenRequestOptions
 // azcore's bearer policy with a new token, and the body again, whole: the
 // request keeps what azcore's SetBody gives it to rewind the body (the
 // request's GetBody, azcore's own copy), though not the header map SetBody
-// fills (see attemptHeaders). With a body set by hand and GetBody alone,
+// fills (see prepareSend). With a body set by hand and GetBody alone,
 // net/http sends it again only while nothing of the request has left its
 // write buffer: not with a token of Entra ID's size.
 func TestClaimsChallengeResendsTheWholeBody(t *testing.T) {
