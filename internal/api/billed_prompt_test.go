@@ -65,3 +65,29 @@ func TestRefusedAnswerLogsNoBilledPromptTokens(t *testing.T) {
 		assert.Greater(t, lines[0]["promptTokensCounted"], 10000.0, "the counted prompt is kept, under its own name")
 	})
 }
+
+// A question refused before any call, too large for the deployment's
+// tokens-per-minute limit or its context window, bills nothing, but it was
+// counted: the line says how large in promptTokensCounted (operations.md,
+// "Tokens per caller"). Probed on the binary, a 413 line had no count.
+func TestTooLargeQuestionLogsItsCountedPrompt(t *testing.T) {
+	question := strings.Repeat("word ", 3000)
+	for name, settings := range map[string]map[string]string{
+		"tokens per minute": {"DEPLOYMENT_TPM": "1500"},
+		"context window":    {"CONTEXT_WINDOW": "2048", "MAX_TOKENS": "1024"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, settings, aoaitest.Options{})
+				w := h.do(chatRequest(ask(question)))
+				require.Equal(t, 413, w.Code)
+				assert.Equal(t, "prompt_too_large", decodeError(t, w).Error.Code)
+				assert.Zero(t, h.sim.Stats().Requests, "refused before any call")
+				lines := h.logLines()
+				require.Len(t, lines, 1)
+				assert.NotContains(t, lines[0], "promptTokens", "nothing was billed")
+				assert.Greater(t, lines[0]["promptTokensCounted"], 3000.0, "the system prompt and the question, counted")
+			})
+		})
+	}
+}

@@ -158,6 +158,11 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	fit, err := s.fit(ctx, req, material, maxTokens)
 	rec.since("prompt", start)
 	if err != nil {
+		// A question refused as too large was counted: the log line says
+		// how large (promptTokensCounted), though nothing was billed.
+		if tooBig := (*prompt.TooLargeError)(nil); errors.As(err, &tooBig) {
+			rec.countedPrompt = tooBig.Prompt
+		}
 		return err
 	}
 	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated

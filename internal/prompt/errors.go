@@ -24,6 +24,9 @@ type TooLargeError struct {
 	// Question is the tokens of the question's text, to tell whether
 	// shortening it can help at all.
 	Question int
+	// Prompt is the smallest prompt counted: the system prompt and the
+	// question, everything else dropped (the size the log line reports).
+	Prompt int
 }
 
 // Over returns how many tokens must go: Tokens - Max.

@@ -170,10 +170,10 @@ func FitContext(ctx context.Context, c *tokens.Counter, in Input, lim Limits) (R
 	question := f.turns[len(f.turns)-1] - c.Message(tokens.Message{Role: in.Messages[len(in.Messages)-1].Role})
 
 	if ctxLimit := lim.ContextWindow - lim.MaxTokens; minimal > ctxLimit {
-		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxLimit, 0), Question: question}
+		return Result{}, &TooLargeError{Limit: LimitContextWindow, Tokens: minimal, Max: max(ctxLimit, 0), Question: question, Prompt: minimal}
 	}
 	if lim.TPM > 0 && minimal+lim.MaxTokens > lim.TPM {
-		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question}
+		return Result{}, &TooLargeError{Limit: LimitTPM, Tokens: minimal + lim.MaxTokens, Max: lim.TPM, Question: question, Prompt: minimal}
 	}
 	f.fit(maxPrompt)
 	if ctx.Err() != nil {
