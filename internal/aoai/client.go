@@ -24,7 +24,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/modelfacts"
@@ -233,8 +232,9 @@ func (a *call) Value(key any) any {
 	return a.Context.Value(key)
 }
 
-// request begins an attempt: its request, with no headers (see
-// prepareSend), the body left for settle (azcore's SkipBodyDownload).
+// request begins an attempt: its request, with neither headers nor body
+// (prepareSend gives them to the copy of it azcore's retry policy sends),
+// the answer's body left for settle (azcore's SkipBodyDownload).
 func (a *call) request() (*policy.Request, error) {
 	a.n++
 	a.start = time.Now()
@@ -242,20 +242,15 @@ func (a *call) request() (*policy.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	// SetBody for what it gives the request to send its body again (the
-	// bearer policy does after a claims challenge): GetBody and azcore's
-	// own copy. Not for the header map it fills, which is replaced by an
-	// empty one: the Content-Length it puts there is written from
-	// ContentLength on the wire anyway, and the Content-Type is
-	// prepareSend'.
-	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), ""); err != nil {
-		return nil, fmt.Errorf("set body: %w", err)
-	}
-	req.Raw().Header = http.Header{}
-	// The body is read here, not by azcore, so that text is handed on as it
-	// arrives.
+	// The answer is read here, not by azcore, so that text is handed on as
+	// it arrives.
 	runtime.SkipBodyDownload(req)
 	return req, nil
+}
+
+// sendBody is a reader of the call's body, from its start.
+func (a *call) sendBody() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(a.body)), nil
 }
 
 // settle ends an attempt that got hr or failed with err: it reads the

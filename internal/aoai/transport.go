@@ -1,9 +1,7 @@
 package aoai
 
 import (
-	"bytes"
 	"crypto/tls"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -128,14 +126,16 @@ func (t withAttemptHeaders) Do(req *http.Request) (*http.Response, error) {
 // User-Agent and the request id on a span, but timebox sets no log
 // listener and no tracer.
 //
-// The body is the call's bytes in a *bytes.Reader, which net/http writes
-// straight from the slice: azcore's retry policy hands on the body SetBody
-// gave it wrapped in a reader of its own, and net/http reads such a body's
-// end (its check that nothing follows the Content-Length bytes) with an 8
-// KB buffer from io.Discard's pool, 4.6 KB allocated per request on
-// average in a burst of held requests (a pooled buffer seldom outlives a
-// collection). A fresh reader for each send: a request sent again (the
-// bearer policy's, after a claims challenge) is sent whole.
+// The body is given here too, not with azcore's SetBody, which would fill
+// the original's header map (Content-Length, Content-Type) and, through
+// azcore's retry policy, hand net/http its body wrapped in a reader of its
+// own, whose end net/http reads (its check that nothing follows the
+// Content-Length bytes) with an 8 KB buffer from io.Discard's pool: 4.6 KB
+// allocated per request on average in a burst of held requests (a pooled
+// buffer seldom outlives a collection). A *bytes.Reader is written straight
+// from its bytes. It is a fresh one for each send, so that a request sent
+// again (the bearer policy's, after a claims challenge) is sent whole, and
+// GetBody gives net/http its own second try on a connection that died.
 //
 //go:noinline
 func prepareSend(req *http.Request) {
@@ -153,5 +153,6 @@ func prepareSend(req *http.Request) {
 	if a.req.RequestID != "" {
 		h.Set("X-Ms-Client-Request-Id", a.req.RequestID) // in canonical form: Set then copies no key
 	}
-	req.Body = io.NopCloser(bytes.NewReader(a.body))
+	req.Body, _ = a.sendBody()
+	req.ContentLength, req.GetBody = int64(len(a.body)), a.sendBody
 }

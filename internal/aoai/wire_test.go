@@ -117,11 +117,10 @@ func (claimsCredential) GetToken(_ context.Context, o policy.TokenRequestOptions
 // An attempt answered with a claims challenge (Continuous Access
 // Evaluation: a 401 asking for a token with more claims) is sent again by
 // azcore's bearer policy with a new token, and the body again, whole: the
-// request keeps what azcore's SetBody gives it to rewind the body (the
-// request's GetBody, azcore's own copy), though not the header map SetBody
-// fills (see prepareSend). With a body set by hand and GetBody alone,
-// net/http sends it again only while nothing of the request has left its
-// write buffer: not with a token of Entra ID's size.
+// transport gives each send a fresh reader of it (see prepareSend). With
+// the body given once, GetBody alone would not do: net/http sends a request
+// again only while nothing of it has left its write buffer, not with a
+// token of Entra ID's size.
 func TestClaimsChallengeResendsTheWholeBody(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string // Authorization and body of each request
