@@ -15,7 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/config"
 )
 
 // Every setting the code reads and every error code the API can answer with
@@ -367,4 +370,65 @@ func TestNamedTestsExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// defaultNotInConfig are the documented defaults that package config does
+// not hold as a value, each with where the default lives instead.
+var defaultNotInConfig = map[string]string{
+	"AZURE_AUTHORITY_HOST": "unset, package caller uses Entra ID's public authority",
+}
+
+// TestDocumentedDefaultsAreTheDefaults: each literal default in the
+// settings table of docs/operations.md is what the handler uses when the
+// setting is unset. Setting a variable to its documented default must leave
+// the loaded configuration as it was; a default that drifted (perf work
+// retuning a limit, say) changes it, and fails here.
+func TestDocumentedDefaultsAreTheDefaults(t *testing.T) {
+	root := repoRoot(t)
+	base := map[string]string{"AZURE_OPENAI_ENDPOINT": "https://contoso.openai.azure.com", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini"}
+	load := func(extra map[string]string) (config.Config, error) {
+		return config.Load(func(k string) string {
+			if v, ok := extra[k]; ok {
+				return v
+			}
+			return base[k]
+		})
+	}
+	want, err := load(nil)
+	require.NoError(t, err)
+	defaults := documentedDefaults(t, root)
+	require.NotEmpty(t, defaults)
+	for _, name := range sortedKeys(defaults) {
+		value := defaults[name]
+		if _, ok := defaultNotInConfig[name]; ok {
+			continue
+		}
+		got, err := load(map[string]string{name: value})
+		if !assert.NoError(t, err, "%s=%s, its documented default, is refused", name, value) {
+			continue
+		}
+		assert.Equal(t, want, got, "%s=%s (docs/operations.md's default) is not what the handler uses when it is unset", name, value)
+	}
+}
+
+// documentedDefaults reads the settings table of docs/operations.md: each
+// name whose default is one backticked value (not "required", "by model" or
+// "empty").
+func documentedDefaults(t *testing.T, root string) map[string]string {
+	t.Helper()
+	text, _ := readText(t, root, "docs/operations.md")
+	// The first table of "## Settings", before its "###" subsections (whose
+	// tables name who reads a variable, not its default).
+	start := strings.Index(text, "\n## Settings\n")
+	require.NotEqual(t, -1, start, "docs/operations.md has no Settings section")
+	text = text[start:]
+	if end := strings.Index(text, "\n### "); end >= 0 {
+		text = text[:end]
+	}
+	out := map[string]string{}
+	row := regexp.MustCompile("(?m)^\\| `([A-Z][A-Z0-9_]+)` \\| `([^`]+)` \\|")
+	for _, m := range row.FindAllStringSubmatch(text, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
 }
