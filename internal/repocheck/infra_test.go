@@ -355,3 +355,34 @@ func TestLocalSettingsExampleListsEverySetting(t *testing.T) {
 	assert.ElementsMatch(t, want, sortedKeys(example.Values), "the Values of local.settings.json.example")
 	assert.Equal(t, "custom", example.Values["FUNCTIONS_WORKER_RUNTIME"])
 }
+
+// deploymentDefaults are the settings whose deployment default differs from
+// the handler's on purpose, each with the reason deploy.md gives.
+var deploymentDefaults = map[string]string{
+	"AUTH_MODE": "entra: a deployment checks its callers (the handler refuses none inside Azure)",
+}
+
+// TestTemplateDefaultsAreTheHandlersDefaults: infra/main.parameters.json
+// writes each setting's default for azd (`${NAME=default}`); where
+// docs/operations.md documents a literal default, the two agree, so that a
+// deployment behaves as the docs say unless deploy.md says otherwise.
+func TestTemplateDefaultsAreTheHandlersDefaults(t *testing.T) {
+	root := repoRoot(t)
+	params := readFile(t, root, "infra/main.parameters.json")
+	documented := documentedDefaults(t, root)
+	n := 0
+	for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+)=([^}]*)\}`).FindAllStringSubmatch(params, -1) {
+		name, value := m[1], m[2]
+		want, ok := documented[name]
+		if !ok {
+			continue
+		}
+		n++
+		if reason, differs := deploymentDefaults[name]; differs {
+			assert.NotEqual(t, want, value, "%s: the template's default is the handler's again; drop it from deploymentDefaults (%s)", name, reason)
+			continue
+		}
+		assert.Equal(t, want, value, "infra/main.parameters.json's default for %s is not docs/operations.md's", name)
+	}
+	assert.Greater(t, n, 5, "the template writes the defaults of the handler's settings")
+}
