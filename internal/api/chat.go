@@ -102,6 +102,17 @@ func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) *chatCall {
 	return c
 }
 
+// withContext is r with ctx as its context: r itself when ctx is its
+// context already (a caller's timeout that did not shorten the budget), not
+// a copy of the request held through the whole wait on Azure OpenAI for
+// nothing.
+func withContext(r *http.Request, ctx context.Context) *http.Request {
+	if ctx == r.Context() {
+		return r
+	}
+	return r.WithContext(ctx)
+}
+
 // prepare is prepareChat's work on c.
 func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) error {
 	// A caller that said how long it waits is answered within that even
@@ -111,10 +122,7 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 	if msErr == nil && ms > 0 {
 		var ctx context.Context
 		ctx, c.cancel = budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
-		if ctx != r.Context() {
-			// Shortened: a copy of the request carries the new context.
-			c.r = r.WithContext(ctx)
-		}
+		c.r = withContext(r, ctx)
 	}
 	if err := s.checkCaller(c.r); err != nil {
 		return err
