@@ -4,17 +4,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
+	stop := notifyStop(os.Interrupt, syscall.SIGTERM)
+	err := run(stop.ctx, stop.armed, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop.release()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

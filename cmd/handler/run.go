@@ -21,8 +21,9 @@ var version = "dev"
 // run reads the configuration, builds the stack (app.New, the one
 // composition root), listens where the Functions host says, and serves until
 // ctx ends; then it lets requests in flight finish (each is bounded by its
-// budget) and returns.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// budget) and returns. It accepts no connection before armed is closed:
+// main's stop signals (stopSignals) are armed meanwhile.
+func run(ctx context.Context, armed <-chan struct{}, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		return fmt.Errorf("handler takes no arguments; it is configured by environment (see docs/operations.md)")
 	}
@@ -41,6 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	<-armed
 	return serve(ctx, ln, cfg, a)
 }
 

@@ -40,7 +40,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 
@@ -91,7 +91,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 }
 
 func TestRunRefusesBadConfiguration(t *testing.T) {
-	err := run(context.Background(), nil, func(k string) string {
+	err := run(context.Background(), armedNow(), nil, func(k string) string {
 		return map[string]string{"REQUEST_BUDGET": "240s"}[k]
 	}, io.Discard, io.Discard)
 	require.Error(t, err)
@@ -101,13 +101,13 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 }
 
 func TestRunTakesNoArguments(t *testing.T) {
-	assert.Error(t, run(context.Background(), []string{"--port", "1"}, func(string) string { return "" }, io.Discard, io.Discard))
+	assert.Error(t, run(context.Background(), armedNow(), []string{"--port", "1"}, func(string) string { return "" }, io.Discard, io.Discard))
 }
 
 // easyauth outside Azure would trust X-MS-CLIENT-PRINCIPAL headers anyone can
 // forge: run refuses to start, and says why.
 func TestRunRefusesEasyAuthOutsideAzure(t *testing.T) {
-	err := run(context.Background(), nil, func(k string) string {
+	err := run(context.Background(), armedNow(), nil, func(k string) string {
 		return map[string]string{
 			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
 			"AUTH_MODE": "easyauth",
@@ -143,7 +143,7 @@ func TestRunInEntraMode(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)
@@ -193,7 +193,7 @@ func TestRunWarnsWhenAnonymous(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)
