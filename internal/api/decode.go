@@ -146,24 +146,40 @@ func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 	return nil, invalid("The request body could not be read.")
 }
 
-// sizedReadLimit is the largest declared Content-Length read into one
-// buffer of that size, allocated before the bytes arrive; a larger or
-// unknown length is read by io.ReadAll, which allocates as the bytes come.
+// sizedReadLimit is the largest declared Content-Length read into a buffer
+// grown to that size at most; a larger or unknown length is read by
+// io.ReadAll.
 const sizedReadLimit = 64 << 10
 
+// firstReadSize is the most a body's buffer holds before its bytes have
+// arrived: net/http's own read buffer per connection (bufio's 4 KiB). A
+// declared length is the caller's word: a buffer of its size allocated up
+// front let an upload that declared 64 KiB and stalled after a byte hold
+// 64 KiB for the whole read deadline (the budget), 3,000 of them 90 MB more
+// than io.ReadAll's growth as the bytes came.
+const firstReadSize = 4 << 10
+
 // readAll reads r, a body of the declared length, to its end. A body of
-// known length up to sizedReadLimit costs one buffer of its size: a small
-// chat request (about 100 bytes) had io.ReadAll's 512-byte first buffer,
-// and a larger one its growing chunks and a final copy, about twice its
-// size, all of it garbage once the JSON is decoded.
+// known length up to firstReadSize costs one buffer of its size: a small
+// chat request (about 100 bytes) had io.ReadAll's 512-byte first buffer.
+// A larger one, up to sizedReadLimit, grows by doubling as its bytes
+// arrive (so it never holds more than twice what came), to its declared
+// size and no larger: no final copy, no spare room.
 func readAll(r io.Reader, declared int64) ([]byte, error) {
 	if declared <= 0 || declared > sizedReadLimit {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, declared+1) // +1: room for the read that finds the end
+	// +1: room for the read that finds the end.
+	b := make([]byte, 0, min(declared, firstReadSize)+1)
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // more than it declared: grow as append does
+			// Twice what came, up to the declared size; more than it
+			// declared: grow as append does.
+			next := min(2*cap(b), int(declared)+1)
+			if next <= cap(b) {
+				next = cap(b) + 1
+			}
+			b = append(make([]byte, 0, next), b...)
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
