@@ -125,6 +125,11 @@ func (b errorBody) code() string {
 // request with "retry after 86400 seconds").
 const neverClears = 60 * time.Second
 
+// longestUnavailableWait is the longest wait of a 503 passed on to the
+// caller (docs/api.md, upstream_unavailable): as with a 429's quota window,
+// a wait beyond a minute is not one Azure OpenAI plans for a brief outage.
+const longestUnavailableWait = time.Minute
+
 // classify turns one non-2xx answer into an *Error.
 func classify(status int, h http.Header, body []byte) *Error {
 	var eb errorBody
@@ -145,8 +150,13 @@ func classify(status int, h http.Header, body []byte) *Error {
 	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusNotFound:
 		e.Kind = KindMisconfigured
 	case status == http.StatusServiceUnavailable:
-		// Its wait, when it names one, is passed on to the caller.
-		e.RetryAfter, _ = retry.ServerWait(h, time.Time{})
+		// Its wait, when it names a plausible one, is passed on to the
+		// caller; a longer one (a header of 292 years, a date in 2100) is
+		// no plan of Azure's for a brief outage, and was passed on as
+		// "Try again in 9223372037 s": the clients keep their own backoff.
+		if wait, _ := retry.ServerWait(h, time.Time{}); wait <= longestUnavailableWait {
+			e.RetryAfter = wait
+		}
 		e.Kind = KindUnavailable
 	case status >= 500:
 		e.Kind = KindTransient
