@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -24,21 +25,7 @@ func TestAskSendsTheTokenToTheEntraCheck(t *testing.T) {
 	iss, err := issuertest.New()
 	require.NoError(t, err)
 	synctest.Test(t, func(t *testing.T) {
-		const authority = "http://127.0.0.1:9" // memnet reaches the issuer whatever the address
-		settings := map[string]string{
-			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
-			"AUTH_MODE": "entra", "AUTH_AUDIENCE": "api://timebox-cli", "AUTH_TENANTS": issuertest.DefaultTenant, "AZURE_AUTHORITY_HOST": authority,
-		}
-		cfg, err := config.Load(func(k string) string { return settings[k] })
-		require.NoError(t, err)
-		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
-		_, idpClient := memnet.Serve(t, iss)
-		a, err := app.New(cfg, app.Ext{Version: "test", Upstream: simClient, Authority: idpClient})
-		require.NoError(t, err)
-		_, hc := memnet.Serve(t, a.Handler)
-
-		tok, err := iss.Mint(issuertest.Token{Authority: authority, Tenant: issuertest.DefaultTenant, Audience: "api://timebox-cli"})
-		require.NoError(t, err)
+		hc, tok := entraStack(t, iss)
 		var out, errOut bytes.Buffer
 		require.NoError(t, runWith(t.Context(), []string{"ask", "--url", "http://app.test", "--token", tok, "hi"}, noEnv, &out, &errOut, hc), errOut.String())
 		assert.Contains(t, out.String(), `You asked: "hi"`)
@@ -62,21 +49,7 @@ func TestAskWaitsForTheNextKeyFetch(t *testing.T) {
 	iss, err := issuertest.New()
 	require.NoError(t, err)
 	synctest.Test(t, func(t *testing.T) {
-		const authority = "http://127.0.0.1:9" // memnet reaches the issuer whatever the address
-		settings := map[string]string{
-			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
-			"AUTH_MODE": "entra", "AUTH_AUDIENCE": "api://timebox-cli", "AUTH_TENANTS": issuertest.DefaultTenant, "AZURE_AUTHORITY_HOST": authority,
-		}
-		cfg, err := config.Load(func(k string) string { return settings[k] })
-		require.NoError(t, err)
-		_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
-		_, idpClient := memnet.Serve(t, iss)
-		a, err := app.New(cfg, app.Ext{Version: "test", Upstream: simClient, Authority: idpClient})
-		require.NoError(t, err)
-		_, hc := memnet.Serve(t, a.Handler)
-
-		tok, err := iss.Mint(issuertest.Token{Authority: authority, Tenant: issuertest.DefaultTenant, Audience: "api://timebox-cli"})
-		require.NoError(t, err)
+		hc, tok := entraStack(t, iss)
 		iss.SetDown(true)
 		go func() {
 			time.Sleep(5 * time.Second)
@@ -91,4 +64,27 @@ func TestAskWaitsForTheNextKeyFetch(t *testing.T) {
 		assert.Regexp(t, `^attempt 2: status 200 in \S+ -> success$`, lines[1])
 		assert.Equal(t, 2, iss.MetadataRequests(), "one failed fetch, one good one")
 	})
+}
+
+// entraStack is the stack app.New builds in AUTH_MODE=entra on the local
+// issuer's keys and the simulator, over memnet, with the client that reaches
+// it and a token of the issuer's for its audience.
+func entraStack(t *testing.T, iss *issuertest.Issuer) (*http.Client, string) {
+	t.Helper()
+	const authority = "http://127.0.0.1:9" // memnet reaches the issuer whatever the address
+	settings := map[string]string{
+		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+		"AUTH_MODE": "entra", "AUTH_AUDIENCE": "api://timebox-cli", "AUTH_TENANTS": issuertest.DefaultTenant, "AZURE_AUTHORITY_HOST": authority,
+	}
+	cfg, err := config.Load(func(k string) string { return settings[k] })
+	require.NoError(t, err)
+	_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+	_, idpClient := memnet.Serve(t, iss)
+	a, err := app.New(cfg, app.Ext{Version: "test", Upstream: simClient, Authority: idpClient})
+	require.NoError(t, err)
+	_, hc := memnet.Serve(t, a.Handler)
+
+	tok, err := iss.Mint(issuertest.Token{Authority: authority, Tenant: issuertest.DefaultTenant, Audience: "api://timebox-cli"})
+	require.NoError(t, err)
+	return hc, tok
 }
