@@ -119,16 +119,14 @@ func (b errorBody) code() string {
 	return ""
 }
 
-// neverClears is the longest wait a 429 can ask for and still be a quota
-// window: Azure OpenAI's token and request limits are per minute, so a wait
-// beyond one means the request alone exceeds the limit (Azure answers such a
-// request with "retry after 86400 seconds").
-const neverClears = 60 * time.Second
-
-// longestUnavailableWait is the longest wait of a 503 passed on to the
-// caller (docs/api.md, upstream_unavailable): as with a 429's quota window,
-// a wait beyond a minute is not one Azure OpenAI plans for a brief outage.
-const longestUnavailableWait = time.Minute
+// longestPlannedWait is the longest wait Azure OpenAI names as a plan:
+// its token and request limits are per minute, so a 429 asking for more
+// means the request alone exceeds the limit (Azure answers such a request
+// with "retry after 86400 seconds") and never clears; a 503 asking for more
+// (a header of 292 years, a date in 2100) is no plan for a brief outage,
+// and its wait is not passed on to the caller (docs/api.md,
+// upstream_unavailable): the clients keep their own backoff.
+const longestPlannedWait = time.Minute
 
 // classify turns one non-2xx answer into an *Error.
 func classify(status int, h http.Header, body []byte) *Error {
@@ -140,7 +138,7 @@ func classify(status int, h http.Header, body []byte) *Error {
 		wait, ok := retry.ServerWait(h, time.Time{})
 		e.RetryAfter = wait
 		e.Kind = KindThrottled
-		if ok && wait > neverClears {
+		if ok && wait > longestPlannedWait {
 			e.Kind = KindTooLarge
 		}
 	case status == http.StatusBadRequest && (e.Code == "content_filter" || eb.Error.Innererror.Code == "ResponsibleAIPolicyViolation"):
@@ -154,7 +152,7 @@ func classify(status int, h http.Header, body []byte) *Error {
 		// caller; a longer one (a header of 292 years, a date in 2100) is
 		// no plan of Azure's for a brief outage, and was passed on as
 		// "Try again in 9223372037 s": the clients keep their own backoff.
-		if wait, _ := retry.ServerWait(h, time.Time{}); wait <= longestUnavailableWait {
+		if wait, _ := retry.ServerWait(h, time.Time{}); wait <= longestPlannedWait {
 			e.RetryAfter = wait
 		}
 		e.Kind = KindUnavailable
