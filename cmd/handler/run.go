@@ -61,8 +61,11 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 		// timeout would cut an answer without telling the caller why.
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "budgetMs", cfg.Budget.Milliseconds(),
-		"fastFailureMs", cfg.FastFailure.Milliseconds(), "endpoint", cfg.Endpoint.Host, "deployment", cfg.Deployment,
+		"fastFailureMs", cfg.FastFailure.Milliseconds(), "endpoint", cfg.Endpoint.String(), "deployment", cfg.Deployment,
 		"auth", authKind(cfg), "authMode", string(cfg.Auth.Mode), "version", version)
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
 	if cfg.Auth.Mode == config.AuthNone {
 		logger.Warn("AUTH_MODE=none: every caller is served without a token; anyone who can reach this address can spend " +
 			"the Azure OpenAI deployment. Set AUTH_MODE=entra (see docs/auth.md)")

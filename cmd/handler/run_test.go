@@ -214,3 +214,38 @@ func TestRunWarnsWhenAnonymous(t *testing.T) {
 	assert.Equal(t, "WARN", got[1]["level"])
 	assert.Contains(t, got[1]["msg"], "AUTH_MODE=none")
 }
+
+// An endpoint written as the OpenAI SDKs' samples write it for Azure
+// (.../openai/v1/) starts with that path taken off: the start-up line names
+// the root every call goes under, and a warning names what was taken off.
+func TestRunWarnsOfTheEndpointPathItTookOff(t *testing.T) {
+	env := map[string]string{
+		"FUNCTIONS_CUSTOMHANDLER_PORT": "0", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081/openai/v1/",
+		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stdoutR, stdoutW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		_ = stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	var got []map[string]any
+	for len(got) < 2 && lines.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+		got = append(got, m)
+	}
+	cancel()
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	require.NoError(t, <-errc)
+	require.Len(t, got, 2)
+	assert.Equal(t, "listening", got[0]["msg"])
+	assert.Equal(t, "http://127.0.0.1:8081", got[0]["endpoint"])
+	assert.Equal(t, "WARN", got[1]["level"])
+	assert.Contains(t, got[1]["msg"], "AZURE_OPENAI_ENDPOINT: the path /openai/v1/ was taken off")
+}

@@ -110,6 +110,7 @@ type Response struct {
 type Client struct {
 	pl         runtime.Pipeline
 	url        string
+	path       string // url's path, which a 404's error names
 	deployment string
 	v1         bool
 	tokenField string
@@ -158,9 +159,14 @@ func New(o Options) (*Client, error) {
 	if o.APIVersion != "" {
 		u = base + "/openai/deployments/" + url.PathEscape(o.Deployment) + "/chat/completions?api-version=" + url.QueryEscape(o.APIVersion)
 	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("aoai: endpoint: %w", err)
+	}
 	return &Client{
 		pl:         pl,
 		url:        u,
+		path:       parsed.Path,
 		deployment: o.Deployment,
 		v1:         o.APIVersion == "",
 		tokenField: modelfacts.Lookup(o.Deployment).TokenField,
@@ -289,6 +295,9 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 		return false, err
 	}
 	e.Attempts, e.Elapsed, e.UpstreamRequestID = attempt, elapsed, upstreamRequestID(h)
+	if e.Status == http.StatusNotFound {
+		e.Path = c.path
+	}
 	if e.Kind == KindCanceled {
 		return false, e
 	}

@@ -187,3 +187,37 @@ func TestDeadlineAfterFirstTokenKeepsTheText(t *testing.T) {
 		assert.Equal(t, 1, sim.Stats().Cancelled, "the upstream call is cut")
 	})
 }
+
+// A 404 says which URL path was called (never the host's key): a wrong
+// deployment or a path the endpoint should not have had shows in the log
+// line's error, where it was a bare 404 before.
+func TestNotFoundNamesThePathCalled(t *testing.T) {
+	const key = "key-never-in-an-error"
+	tests := []struct {
+		name, endpoint, deployment, apiVersion, path string
+	}{
+		{"unknown deployment", "http://127.0.0.1:8081", "gpt-4o", "", "/openai/v1/chat/completions"},
+		{"unknown deployment, api-version path", "http://127.0.0.1:8081", "gpt-4o", "2024-10-21", "/openai/deployments/gpt-4o/chat/completions"},
+		{"endpoint with a path", "http://127.0.0.1:8081/openai/v1", "gpt-4o-mini", "", "/openai/v1/openai/v1/chat/completions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sim := aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"gpt-4o-mini"}})
+				_, hc := memnet.Serve(t, sim)
+				endpoint, _ := url.Parse(tt.endpoint)
+				c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: tt.deployment, APIVersion: tt.apiVersion, APIKey: key, Transport: hc})
+				require.NoError(t, err)
+				_, err = c.Complete(context.Background(), req("hi"))
+				var e *aoai.Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, 404, e.Status)
+				assert.Equal(t, aoai.KindMisconfigured, e.Kind)
+				assert.Equal(t, tt.path, e.Path)
+				assert.Contains(t, err.Error(), "path "+tt.path)
+				assert.NotContains(t, err.Error(), key)
+				assert.NotContains(t, err.Error(), "api-version")
+			})
+		})
+	}
+}

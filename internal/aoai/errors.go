@@ -79,13 +79,20 @@ type Error struct {
 	// Partial is the answer's text that had arrived when the attempt
 	// failed; empty when it failed before its first token.
 	Partial string
-	Err     error
+	// Path is the URL path the attempt called (no query, no host) when
+	// Azure OpenAI answered 404: the endpoint's path or the deployment is
+	// wrong, and the path says which. Empty otherwise.
+	Path string
+	Err  error
 }
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("azure openai: %s (status %d", e.Kind, e.Status)
 	if e.Code != "" {
 		s += ", code " + e.Code
+	}
+	if e.Path != "" {
+		s += ", path " + e.Path
 	}
 	s += fmt.Sprintf(", attempt %d after %s)", e.Attempts, e.Elapsed.Round(time.Millisecond))
 	if e.Err != nil {

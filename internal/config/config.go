@@ -29,8 +29,10 @@ type Config struct {
 	// Functions host; 8080 when unset).
 	Port int
 
-	// Endpoint is the Azure OpenAI resource URL (AZURE_OPENAI_ENDPOINT),
-	// https, or http for a loopback host (the simulator). Required.
+	// Endpoint is the Azure OpenAI resource's root URL
+	// (AZURE_OPENAI_ENDPOINT), with no path: https, or http for a loopback
+	// host (the simulator). Required. A trailing /openai or /openai/v1 is
+	// taken off (with a warning); any other path is refused.
 	Endpoint *url.URL
 	// Deployment is the model deployment name (AZURE_OPENAI_DEPLOYMENT). Required.
 	Deployment string
@@ -102,6 +104,11 @@ type Config struct {
 
 	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
+
+	// Warnings are what Load changed in a setting to accept it, each a
+	// sentence naming the setting; run logs each at start-up. None means
+	// every setting was taken as written.
+	Warnings []string
 }
 
 // Load reads and validates the configuration from getenv. It returns every
@@ -170,11 +177,10 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("AZURE_OPENAI_ENDPOINT", "%q is not an http(s) URL", v)
 		case u.Scheme == "http" && !isLoopback(u.Hostname()):
 			bad("AZURE_OPENAI_ENDPOINT", "%q: http is allowed only for a loopback host; use https", v)
-		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 			bad("AZURE_OPENAI_ENDPOINT", "%q must be a bare resource URL without credentials, query or fragment", v)
 		default:
-			u.Path = strings.TrimRight(u.Path, "/")
-			c.Endpoint = u
+			c.Endpoint, c.Warnings = resourceRoot(u, bad, c.Warnings)
 		}
 	}
 	if c.Deployment == "" {
@@ -239,6 +245,28 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, problems(errs)
 	}
 	return c, nil
+}
+
+// resourceRoot is the endpoint u as the resource's root URL, which is what
+// package aoai adds its paths to (/openai/v1/..., /openai/deployments/...).
+// A trailing /openai or /openai/v1 (the form the OpenAI SDKs' samples for
+// Azure write) is taken off with a warning; any other path would send every
+// call to a URL Azure OpenAI answers with 404, so it is refused.
+func resourceRoot(u *url.URL, bad func(name, format string, args ...any), warnings []string) (*url.URL, []string) {
+	path := strings.TrimRight(u.Path, "/")
+	root := *u
+	root.Path, root.RawPath = "", ""
+	switch {
+	case path == "":
+	case strings.EqualFold(path, "/openai") || strings.EqualFold(path, "/openai/v1"):
+		warnings = append(warnings, fmt.Sprintf("AZURE_OPENAI_ENDPOINT: the path %s was taken off: timebox adds the API's path itself; "+
+			"write the resource's root, %s", u.Path, root.String()))
+	default:
+		bad("AZURE_OPENAI_ENDPOINT", "%q has a path (%s): write the resource's root URL, %s, without a path (timebox adds the API's path itself)",
+			u.String(), u.Path, root.String())
+		return nil, warnings
+	}
+	return &root, warnings
 }
 
 // problems is every invalid setting, said in one line: the Functions host

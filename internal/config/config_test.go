@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"log/slog"
+	"net/url"
 	"testing"
 	"time"
 
@@ -137,4 +138,81 @@ func TestReportsEveryProblemAtOnce(t *testing.T) {
 	// own, and deploy.md's query finds the one with "invalid configuration".
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Regexp(t, `^invalid configuration: `, err.Error())
+}
+
+// AZURE_OPENAI_ENDPOINT is the resource's root: package aoai adds the API's
+// path. The OpenAI SDKs' samples for Azure write .../openai/v1/, which is
+// taken off with a warning that names it; any other path is refused with the
+// root to write instead, at start-up rather than as a 404 on every call.
+func TestEndpointIsTheResourceRoot(t *testing.T) {
+	const root = "https://contoso.openai.azure.com"
+	accepted := []struct {
+		value, warning string // warning: "" when none is due
+	}{
+		{root, ""},
+		{root + "/", ""},
+		{root + "/openai", "/openai"},
+		{root + "/openai/", "/openai/"},
+		{root + "/openai/v1", "/openai/v1"},
+		{root + "/openai/v1/", "/openai/v1/"},
+		{"http://127.0.0.1:8081/openai/v1/", "/openai/v1/"},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.value, func(t *testing.T) {
+			kv := valid()
+			kv["AZURE_OPENAI_ENDPOINT"] = tt.value
+			c, err := config.Load(env(kv))
+			require.NoError(t, err)
+			assert.Empty(t, c.Endpoint.Path)
+			if tt.warning == "" {
+				assert.Empty(t, c.Warnings)
+				return
+			}
+			require.Len(t, c.Warnings, 1)
+			assert.Contains(t, c.Warnings[0], "AZURE_OPENAI_ENDPOINT")
+			assert.Contains(t, c.Warnings[0], "path "+tt.warning+" was taken off")
+			assert.Contains(t, c.Warnings[0], c.Endpoint.String())
+		})
+	}
+	refused := []string{
+		root + "/openai/v1/chat/completions",
+		root + "/openai/deployments/gpt-4o-mini",
+		root + "/v1",
+		"https://apim.contoso.com/aoai",
+		"https://contoso.services.ai.azure.com/api/projects/p1",
+	}
+	for _, v := range refused {
+		t.Run(v, func(t *testing.T) {
+			kv := valid()
+			kv["AZURE_OPENAI_ENDPOINT"] = v
+			_, err := config.Load(env(kv))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "AZURE_OPENAI_ENDPOINT")
+			assert.Contains(t, err.Error(), "has a path")
+			u, _ := url.Parse(v)
+			assert.Contains(t, err.Error(), "write the resource's root URL, "+u.Scheme+"://"+u.Host+",")
+		})
+	}
+}
+
+// A wildcard over a public suffix is refused at start-up, the message
+// naming the setting and the fix; the documented https://*.sharepoint.com
+// still starts.
+func TestWildcardOriginOverAPublicSuffix(t *testing.T) {
+	for _, tt := range []struct{ value, fix string }{
+		{"https://*.com", "https://*.contoso.com"},
+		{"https://contoso.sharepoint.com, https://*.co.uk", "https://*.contoso.co.uk"},
+	} {
+		kv := valid()
+		kv["ALLOWED_ORIGINS"] = tt.value
+		_, err := config.Load(env(kv))
+		require.Error(t, err, tt.value)
+		assert.Contains(t, err.Error(), "ALLOWED_ORIGINS", tt.value)
+		assert.Contains(t, err.Error(), tt.fix, tt.value)
+	}
+	kv := valid()
+	kv["ALLOWED_ORIGINS"] = "https://*.sharepoint.com"
+	c, err := config.Load(env(kv))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://*.sharepoint.com"}, c.AllowedOrigins)
 }

@@ -7,9 +7,12 @@ package origin
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // Pattern is one allowed origin: exact, or with a wildcard ("*.") standing
@@ -23,7 +26,8 @@ type Pattern struct {
 
 // ParsePattern parses scheme://host[:port], http or https, with no path,
 // query, fragment or credentials, and at most one wildcard, which must be
-// the whole first label ("https://*.sharepoint.com").
+// the whole first label ("https://*.sharepoint.com") over a domain that is
+// not a public suffix ("https://*.com" and "https://*.co.uk" are refused).
 func ParsePattern(s string) (Pattern, error) {
 	wild := false
 	if rest, ok := strings.CutPrefix(s, "https://*."); ok {
@@ -42,7 +46,27 @@ func ParsePattern(s string) (Pattern, error) {
 	if strings.Contains(o.host, "*") {
 		return Pattern{}, errors.New(`a wildcard may only be one leading "*." label`)
 	}
+	if o.wild {
+		if err := ownable(o); err != nil {
+			return Pattern{}, err
+		}
+	}
 	return o, nil
+}
+
+// ownable refuses a wildcard whose suffix is a public suffix (com, co.uk,
+// azurewebsites.net), on the Public Suffix List, ICANN's and private
+// entries alike: anyone can register a site under it, so the wildcard
+// would admit every such site. sharepoint.com is not one: its subdomains
+// are Microsoft's tenants.
+func ownable(p Pattern) error {
+	suffix := strings.TrimSuffix(strings.TrimPrefix(p.host, "."), ".")
+	if ps, _ := publicsuffix.PublicSuffix(suffix); ps != suffix {
+		return nil
+	}
+	example := "contoso." + suffix
+	return fmt.Errorf("the wildcard is over the public suffix %q, under which anyone can register a site, so it would admit them all: "+
+		"list each site (%s://%s), or put the wildcard under a domain you own (%s://*.%s)", suffix, p.scheme, example, p.scheme, example)
 }
 
 // parse reads one serialized origin (RFC 6454, 6.2: scheme "://" host

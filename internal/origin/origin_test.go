@@ -57,3 +57,32 @@ func TestParsePatternRefuses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://*.sharepoint.com", p.String())
 }
+
+// A wildcard over a public suffix admits every site anyone can register
+// under it, so it is refused, with the fix in the message; a wildcard over
+// a domain with an owner, sharepoint.com's tenants among them, is not.
+func TestWildcardOverAPublicSuffixIsRefused(t *testing.T) {
+	refused := []struct{ pattern, fix string }{
+		{"https://*.com", "https://*.contoso.com"},
+		{"https://*.co.uk", "https://*.contoso.co.uk"},
+		{"http://*.com:8080", "http://*.contoso.com"},
+		{"https://*.com.", "https://*.contoso.com"},
+		{"https://*.azurewebsites.net", "https://*.contoso.azurewebsites.net"}, // the list's private section
+		{"https://*.github.io", "https://*.contoso.github.io"},
+		{"https://*.localhost", "https://*.contoso.localhost"}, // a top-level name not on the list is one too
+	}
+	for _, tt := range refused {
+		_, err := ParsePattern(tt.pattern)
+		if assert.Error(t, err, tt.pattern) {
+			assert.Contains(t, err.Error(), "public suffix", tt.pattern)
+			assert.Contains(t, err.Error(), tt.fix, tt.pattern)
+		}
+	}
+	for _, s := range []string{"https://*.sharepoint.com", "https://*.contoso.co.uk", "https://*.contoso.azurewebsites.net", "https://*.contoso.example"} {
+		_, err := ParsePattern(s)
+		assert.NoError(t, err, s)
+	}
+	set, err := NewSet([]string{"https://*.com"})
+	assert.Error(t, err, "NewSet refuses it too")
+	assert.Nil(t, set)
+}
