@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/config"
 )
 
@@ -80,8 +81,9 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 	}
 	logger.Info("shutting down", "inFlight", open.active())
 	// Every request in flight ends within its budget, which is at most
-	// cfg.Budget (a caller's timeout only shortens it).
-	if err := shutdown(srv, open, cfg.Budget, a.Lingering); err != nil {
+	// cfg.Budget (a caller's timeout only shortens it), and its answer's
+	// last write within the grace after it.
+	if err := shutdown(srv, open, cfg.Budget+budget.AnswerGrace, a.Lingering); err != nil {
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -60,14 +60,15 @@ func (c *conns) active() int {
 }
 
 // shutdown stops accepting, lets every request in flight be answered
-// (each ends within its budget, so at most longest budget from now), closes
+// (each ends within its budget and the grace of its answer's last write,
+// so at most longest from now), closes
 // connections that hold no request, and returns once every connection is
 // closed, those the handler took over to close lingering included (each
 // within half a second, and never past the shutdown's own limit): the
 // process exits after it, and an exit would reset a lingering client still
 // uploading before it has read its answer. A request still running a
-// second past the budget means a bound failed somewhere: the rest are
-// closed and the error says how many.
+// second past longest means a bound failed somewhere: the rest are closed
+// and the error says how many.
 func shutdown(srv *http.Server, c *conns, longest time.Duration, lingering *api.Lingering) error {
 	ctx, cancel := context.WithTimeout(context.Background(), longest+time.Second)
 	defer cancel()
@@ -89,7 +90,7 @@ func shutdown(srv *http.Server, c *conns, longest time.Duration, lingering *api.
 			if n == 0 {
 				return nil // only connections without a request were left
 			}
-			return fmt.Errorf("shutdown: %d requests still running a second past the budget", n)
+			return fmt.Errorf("shutdown: %d requests still running a second past the budget and its grace", n)
 		case <-tick.C:
 			// Shutdown has closed the listener; a connection opened just
 			// before, or one still sending its header, is closed here.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,13 +11,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
 // closeNotingListener is a loopback listener whose connections say when
@@ -101,4 +106,70 @@ func TestShutdownWaitsForALingeringConnection(t *testing.T) {
 	default:
 		t.Fatal("serve returned while the connection lingered: the exit would reset it")
 	}
+}
+
+// nonReader is a caller that sends its request and never reads a byte of
+// the answer: on an in-memory pipe, whose writes wait for the reader, the
+// server's first write to it blocks, as one to a vanished caller's full
+// socket buffer does.
+func nonReader(t *testing.T, ln *memnet.Listener, headers, body string) net.Conn {
+	t.Helper()
+	c, err := ln.DialContext(context.Background(), "tcp", "timebox")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = fmt.Fprintf(c, "POST /api/chat HTTP/1.1\r\nHost: timebox\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s",
+		headers, len(body), body)
+	require.NoError(t, err)
+	return c
+}
+
+// SIGTERM while callers that stopped reading hold answers: serve returns
+// (the process exits 0) within the longest budget plus the answer's grace,
+// and every request's log line is written. Before, a stream's last write
+// could wait the grace past its deadline while shutdown gave up a second
+// past the budget: exit 1, and that request's line never written.
+func TestShutdownWithCallersThatStopReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		settings := map[string]string{
+			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_API_KEY": "k", "REQUEST_BUDGET": "5s", "FAST_FAILURE_THRESHOLD": "2s",
+		}
+		cfg, err := config.Load(func(k string) string { return settings[k] })
+		require.NoError(t, err)
+		_, upstream := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
+		var logs lockedBuffer
+		a, err := app.New(cfg, app.Ext{Logs: &logs, Version: "test", Upstream: upstream})
+		require.NoError(t, err)
+		ln := memnet.Listen()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, ln, cfg, a) }()
+
+		callers := []struct{ name, headers string }{
+			{"stream", "Accept: text/event-stream\r\n"},
+		}
+		for _, c := range callers {
+			nonReader(t, ln, c.headers, `{"messages":[{"role":"user","content":"hello"}]}`)
+		}
+		synctest.Wait() // every answer's first write is blocked on its caller
+
+		cancel() // SIGTERM
+		require.NoError(t, <-done, "the process exits 0")
+		var lines []map[string]any
+		dec := json.NewDecoder(strings.NewReader(logs.String()))
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				break
+			}
+			if m["msg"] == "request" {
+				lines = append(lines, m)
+			}
+		}
+		require.Len(t, lines, len(callers), "one log line per request: %s", logs.String())
+		for _, l := range lines {
+			assert.LessOrEqual(t, l["elapsedMs"], float64((cfg.Budget + budget.AnswerGrace).Milliseconds()), l)
+		}
+	})
 }

@@ -30,6 +30,14 @@ var ErrClientTimeout = errors.New("client timeout reached")
 // that times out, and the answer can name it.
 const StepMargin = 250 * time.Millisecond
 
+// AnswerGrace is how long past the request's deadline the end of an answer
+// may take to reach the caller: the 500 that says the time ran out, a
+// stream's last event, the rest of a JSON answer still on its way to a
+// caller reading slowly. Every write to the caller gives up then, so a
+// caller that stopped reading holds its request no longer; and shutdown
+// waits as long (the longest budget plus this) for the answers in flight.
+const AnswerGrace = 5 * time.Second
+
 // Budget describes the deadline of one request. It is read-only after
 // Start; Shorten replaces the context, not the Budget's start.
 type Budget struct {
