@@ -34,14 +34,13 @@ sppkg:
 test-e2e:
 	bash e2e/run.sh
 
-# lint: go vet, a formatting check and staticcheck (of our code: third_party/ is upstream's, as its own
-# modules outside ./...), and that each fork in third_party/ is its pinned upstream plus its patch.
+# lint: go vet, a formatting check, staticcheck and govulncheck (scripts/vulncheck.sh: the pinned vulnerability database).
 lint:
-	go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go' ':!third_party'))" && go run $(STATICCHECK) ./... && bash scripts/third_party.sh --check
+	go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go'))" && go run $(STATICCHECK) ./... && bash scripts/vulncheck.sh
 
 # fmt: format the Go code.
 fmt:
-	gofmt -w $$(git ls-files '*.go' ':!third_party')
+	gofmt -w $$(git ls-files '*.go')
 
 # build: the linux/amd64 handler binary, named as host.json names it, at the repo root.
 build:

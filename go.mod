@@ -2,6 +2,8 @@ module github.com/timebox-dev/timebox
 
 go 1.26.0
 
+toolchain go1.26.11
+
 // npm installs (client/, spfx/, e2e/) are not Go code of ours: spfx's tree holds
 // a Go port of a JavaScript library (flatted), which ./... would vet and test.
 ignore node_modules
@@ -50,14 +52,4 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-)
-
-// Forks that build at first use what upstream builds at package init (cold start): see
-// docs/architecture.md, "third_party". scripts/third_party.sh writes them and checks this pin.
-replace (
-	codeberg.org/readeck/go-readability/v2 v2.1.3 => ./third_party/go-readability
-	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 => ./third_party/msal
-	github.com/dlclark/regexp2/v2 v2.5.1 => ./third_party/regexp2
-	github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c => ./third_party/go-shiori-dom
-	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 => ./third_party/pdf
 )

@@ -89,17 +89,16 @@ func TestEveryErrorCodeIsDocumented(t *testing.T) {
 // settingsRead maps each environment variable the project reads to a file
 // that reads it: upper-case string literals in Go (getenv's argument, or a
 // constant naming it), ${NAME:-default} in shell scripts, process.env.NAME
-// in JavaScript. Tests are left out: what they set is not a setting. So are
-// the forks in third_party/: they are upstream's libraries (MSAL reads
-// MSI_ENDPOINT, REGION_NAME, ...), whose variables are no more ours than
-// those azidentity reads from the module cache; a library variable the
-// handler itself reads (IDENTITY_ENDPOINT) is found in the handler's code.
+// in JavaScript. Tests are left out: what they set is not a setting. The
+// libraries' own variables (MSAL reads MSI_ENDPOINT, REGION_NAME, ...) are
+// not ours, and they sit in the module cache, not here; a library variable
+// the handler itself reads (IDENTITY_ENDPOINT) is found in the handler's code.
 func settingsRead(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, f := range projectFiles(t, root) {
 		text, ok := readText(t, root, f)
-		if !ok || strings.Contains(f, "/testdata/") || strings.HasPrefix(f, "third_party/") {
+		if !ok || strings.Contains(f, "/testdata/") {
 			continue
 		}
 		switch {
@@ -351,7 +350,7 @@ func TestNamedTestsExist(t *testing.T) {
 	var docs []string
 	for _, f := range projectFiles(t, root) {
 		switch {
-		case strings.HasPrefix(f, "third_party/") || strings.Contains(f, "node_modules/"):
+		case strings.Contains(f, "node_modules/"):
 		case strings.HasSuffix(f, "_test.go"):
 			text, _ := readText(t, root, f)
 			for _, m := range funcName.FindAllStringSubmatch(text, -1) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The repository must stand alone: a fork cloned into an empty folder has
+// The repository must stand alone: a clone in an empty folder has
 // nothing beside it. These tests fail on any file that reaches outside the
 // checkout, so a red build on day one cannot come back.
 
