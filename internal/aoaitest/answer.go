@@ -23,7 +23,10 @@ type piece struct {
 type answer struct {
 	pieces []piece
 	tokens int
-	finish string // "stop", "length" or "content_filter"
+	finish string // "stop", "length", "content_filter" or "tool_calls"
+	// call, when set, makes the answer a call of this tool, its pieces
+	// the call's arguments.
+	call *toolCall
 }
 
 // filtered returns the answer as the output filter leaves it: cut after

@@ -141,6 +141,9 @@ func (ex *exchange) serve() {
 		return
 	}
 	ans := newAnswer(counter, answerText(lastUserText(req.Messages), ex.model), maxTokens)
+	if name, ok := toolToCall(req); ok {
+		ans = newToolCall(counter, name, lastUserText(req.Messages), maxTokens)
+	}
 	switch {
 	case filterAnswer && d.MidStream:
 		ans = ans.filteredAfter(d.Tokens)

@@ -79,7 +79,7 @@ func (ex *exchange) completion(a answer, prompt int) completion {
 		Choices: []choice{{
 			ContentFilterResults: a.results(len(a.pieces) - 1),
 			FinishReason:         a.finish,
-			Message:              answerMessage{Content: a.text(), Role: "assistant"},
+			Message:              a.message(),
 		}},
 		Created:             time.Now().Unix(),
 		ID:                  completionID(),

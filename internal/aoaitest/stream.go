@@ -47,7 +47,11 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 		return ch
 	}
 	empty := ""
-	if !send(with(chunkChoice{ContentFilterResults: struct{}{}, Delta: delta{Content: &empty, Role: "assistant"}})) {
+	first := delta{Content: &empty, Role: "assistant"}
+	if a.call != nil {
+		first = delta{Role: "assistant", ToolCalls: []toolCall{a.callPiece("", true)}}
+	}
+	if !send(with(chunkChoice{ContentFilterResults: struct{}{}, Delta: first})) {
 		return
 	}
 	sent := 0
@@ -60,7 +64,11 @@ func (ex *exchange) stream(a answer, prompt int, firstByte time.Duration, v verd
 			return
 		}
 		sent += piece.tokens
-		if !send(with(chunkChoice{ContentFilterResults: a.results(i), Delta: delta{Content: &piece.text}})) {
+		d := delta{Content: &piece.text}
+		if a.call != nil {
+			d = delta{ToolCalls: []toolCall{a.callPiece(piece.text, false)}}
+		}
+		if !send(with(chunkChoice{ContentFilterResults: a.results(i), Delta: d})) {
 			return
 		}
 	}

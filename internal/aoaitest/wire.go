@@ -21,6 +21,12 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // message is one request message; Content accepts a string, null, or an
@@ -107,8 +113,22 @@ type usage struct {
 }
 
 type answerMessage struct {
-	Content string `json:"content"`
-	Role    string `json:"role"`
+	Content   *string    `json:"content"`
+	Role      string     `json:"role"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+// toolCall is a call of a tool in an answer; in a streamed delta Index
+// says which call a piece belongs to, and only the first piece has the id,
+// the type and the name.
+type toolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type choice struct {
@@ -132,8 +152,9 @@ type completion struct {
 }
 
 type delta struct {
-	Content *string `json:"content,omitempty"`
-	Role    string  `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Role      string     `json:"role,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
 type chunkChoice struct {
