@@ -83,6 +83,13 @@ type Request struct {
 	// in order, on the goroutine that called Complete. The answer is
 	// streamed from Azure OpenAI whether or not it is set.
 	OnDelta func(text string)
+	// Passthrough, when set, is what a request in the OpenAI dialect
+	// sends: Messages is then ignored.
+	Passthrough *Passthrough
+	// OnChunk, when set, receives each chunk as Azure OpenAI sent it,
+	// before its text goes to OnDelta (an error event excepted: it ends
+	// the call with an *Error).
+	OnChunk func(Chunk)
 }
 
 // Usage is the token accounting Azure OpenAI reports.
@@ -267,7 +274,7 @@ func (a *call) settle(hr *http.Response, err error) (done bool) {
 	if err != nil {
 		err = sendFailure(a.Context, err)
 	} else {
-		a.resp, h, err = a.c.read(a.Context, hr, a.req.OnDelta)
+		a.resp, h, err = a.c.read(a.Context, hr, a.req)
 	}
 	if err == nil {
 		a.resp.Attempts, a.resp.UpstreamRequestID = a.n, upstreamRequestID(h)
@@ -347,6 +354,9 @@ type chatBody struct {
 }
 
 func (c *Client) body(req *Request) ([]byte, error) {
+	if req.Passthrough != nil {
+		return c.bodyWith(req, req.Passthrough)
+	}
 	b := chatBody{Messages: req.Messages, Stream: true}
 	b.StreamOptions.IncludeUsage = true
 	if c.v1 {
@@ -371,7 +381,7 @@ func sendFailure(ctx context.Context, err error) *Error {
 // read reads an attempt's answer, a failure's body or the stream of a
 // success, and closes it. It returns the response header for the retry
 // decision; errors are *Error, with the text read so far in Partial.
-func (c *Client) read(ctx context.Context, resp *http.Response, onDelta func(string)) (*Response, http.Header, error) {
+func (c *Client) read(ctx context.Context, resp *http.Response, req *Request) (*Response, http.Header, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
@@ -383,8 +393,8 @@ func (c *Client) read(ctx context.Context, resp *http.Response, onDelta func(str
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return nil, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: content type %q", errBadBody, mt)}
 	}
-	dec := &chatDecoder{}
-	text, err := readStream(resp.Body, dec, onDelta)
+	dec := &chatDecoder{onChunk: req.OnChunk}
+	text, err := readStream(resp.Body, dec, req.OnDelta)
 	if err != nil {
 		return nil, resp.Header, readFailure(ctx, resp.StatusCode, text, err)
 	}

@@ -83,7 +83,11 @@ type Error struct {
 	// Azure OpenAI answered 404: the endpoint's path or the deployment is
 	// wrong, and the path says which. Empty otherwise.
 	Path string
-	Err  error
+	// Object is the error object Azure OpenAI answered with, as it sent
+	// it (message, code, param, innererror); nil when it sent none. The
+	// OpenAI dialect passes it on.
+	Object json.RawMessage
+	Err    error
 }
 
 func (e *Error) Error() string {
@@ -139,7 +143,7 @@ const longestPlannedWait = time.Minute
 func classify(status int, h http.Header, body []byte) *Error {
 	var eb errorBody
 	_ = json.Unmarshal(body, &eb)
-	e := &Error{Status: status, Code: eb.code()}
+	e := &Error{Status: status, Code: eb.code(), Object: errorObject(body)}
 	switch {
 	case status == http.StatusTooManyRequests:
 		wait, ok := retry.ServerWait(h, time.Time{})

@@ -114,8 +114,9 @@ var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.Al
 
 // chatDecoder reads a Chat Completions stream.
 type chatDecoder struct {
-	finish string
-	usage  Usage
+	finish  string
+	usage   Usage
+	onChunk func(Chunk) // Request.OnChunk
 
 	// Reused from one event to the next: a chunk's bytes and the chunk
 	// decoded from them were two allocations per token, a fifth of all a
@@ -143,6 +144,9 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 	}
 	if c.Usage != nil {
 		d.usage = *c.Usage
+	}
+	if d.onChunk != nil {
+		d.onChunk(Chunk{Data: ev.Data, Usage: c.Usage != nil && len(c.Choices) == 0})
 	}
 	var text string
 	for _, ch := range c.Choices {
