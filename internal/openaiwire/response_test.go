@@ -1,0 +1,107 @@
+package openaiwire_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/openaiwire"
+)
+
+// Chunks in Azure OpenAI's shape (prompt_filter_results first, content
+// filter results per choice, the usage chunk last), as the simulator
+// streams them.
+var textChunks = []string{
+	`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`,
+	`{"choices":[{"content_filter_results":{},"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1762463856,"id":"chatcmpl-1","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}`,
+	`{"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}},"delta":{"content":"1, 2"},"finish_reason":null,"index":0,"logprobs":null}],"created":1762463856,"id":"chatcmpl-1","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}`,
+	`{"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],"created":1762463856,"id":"chatcmpl-1","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}`,
+	`{"choices":[],"created":1762463856,"id":"chatcmpl-1","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","usage":{"completion_tokens":3,"prompt_tokens":9,"total_tokens":12}}`,
+}
+
+func TestAssemblerText(t *testing.T) {
+	var a openaiwire.Assembler
+	for _, c := range textChunks {
+		a.Add(c)
+	}
+	b, err := json.Marshal(a.Completion("gpt-4o-mini"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"id":"chatcmpl-1","object":"chat.completion","created":1762463856,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_1",
+ "choices":[{"index":0,"message":{"role":"assistant","content":"1, 2","refusal":null},"finish_reason":"stop","logprobs":null,
+   "content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],
+ "usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12},
+ "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`, string(b))
+}
+
+func TestAssemblerToolCalls(t *testing.T) {
+	var a openaiwire.Assembler
+	for _, c := range []string{
+		`{"choices":[{"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]},"index":0}],"id":"chatcmpl-2","created":1,"model":"m"}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"index":0}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"index":0}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]},"index":0}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}]}`,
+	} {
+		a.Add(c)
+	}
+	b, err := json.Marshal(a.Completion("gpt-4o-mini").Choices[0])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"index":0,"finish_reason":"tool_calls","logprobs":null,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[
+ {"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+ {"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{}"}}]}}`, string(b))
+}
+
+func TestErrorObject(t *testing.T) {
+	b, err := json.Marshal(openaiwire.NewError(500, "deadline_exceeded", "Too slow.", ""))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"error":{"message":"Too slow.","type":"server_error","param":null,"code":"deadline_exceeded"}}`, string(b))
+	b, err = json.Marshal(openaiwire.NewError(404, "model_not_found", "No such model.", "model"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"error":{"message":"No such model.","type":"invalid_request_error","param":"model","code":"model_not_found"}}`, string(b))
+}
+
+// TestShouldRetry: x-should-retry says true only where the fast-failure
+// rule retries the answer with a wait under the threshold.
+func TestShouldRetry(t *testing.T) {
+	const threshold = 30 * time.Second
+	tests := []struct {
+		name   string
+		status int
+		wait   time.Duration
+		want   bool
+	}{
+		{"a fast 502", http.StatusBadGateway, 0, true},
+		{"a fast 503 naming no wait", http.StatusServiceUnavailable, 0, true},
+		{"a 503 whose wait fits", http.StatusServiceUnavailable, 2 * time.Second, true},
+		{"a 429 whose wait fits", http.StatusTooManyRequests, 5 * time.Second, true},
+		{"a 429 whose wait does not fit", http.StatusTooManyRequests, 45 * time.Second, false},
+		{"a 503 whose wait does not fit", http.StatusServiceUnavailable, 31 * time.Second, false},
+		{"the deadline's 500", http.StatusInternalServerError, 0, false},
+		{"a 400", http.StatusBadRequest, 0, false},
+		{"a 401", http.StatusUnauthorized, 0, false},
+		{"a 404", http.StatusNotFound, 0, false},
+		{"a 413", http.StatusRequestEntityTooLarge, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, openaiwire.ShouldRetry(tt.status, tt.wait, threshold))
+		})
+	}
+}
+
+func TestFrames(t *testing.T) {
+	assert.Equal(t, "data: {\"a\":1}\n\n", string(openaiwire.AppendFrame(nil, `{"a":1}`)))
+	assert.Equal(t, "data: {\"a\":\ndata: 1}\n\n", string(openaiwire.AppendFrame(nil, "{\"a\":\n1}")), "a line break in the data starts another data line")
+	assert.Equal(t, "data: [DONE]\n\n", string(openaiwire.Done))
+	assert.Equal(t, ": keep-alive\n\n", string(openaiwire.KeepAlive))
+}
+
+func TestModels(t *testing.T) {
+	b, err := json.Marshal(openaiwire.Models("timebox", "chat", "gpt-4o-mini"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"object":"list","data":[{"id":"chat","object":"model","created":0,"owned_by":"timebox"},{"id":"gpt-4o-mini","object":"model","created":0,"owned_by":"timebox"}]}`, string(b))
+}
