@@ -8,6 +8,9 @@
 //
 //	timebox ask --url https://app.azurewebsites.net [--key K | --token T] [--timeout 5m] [--attempts 3] "question"
 //	timebox health --url https://app.azurewebsites.net [--key K | --token T] [--timeout 1m]
+//
+// Flags may come before or after the question; every word after -- is the
+// question's. --help prints the usage and exits 0.
 package main
 
 import (

@@ -16,12 +16,20 @@ import (
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
-// errUsage marks a command line that cannot run; the usage was printed.
-var errUsage = errors.New("usage: timebox ask --url URL [--key K | --token T] [--stream] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION\n       timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]")
+// usage is the synopsis, printed once: to stdout for --help, to stderr
+// above the error of a command line that cannot run.
+const usage = `usage: timebox ask --url URL [--key K | --token T] [--stream] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION
+       timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]
+Flags may come before or after the question; every word after -- is the question's.`
+
+// errHelp is the outcome of --help: the usage was printed to stdout, and
+// the command succeeds.
+var errHelp = errors.New("help printed")
 
 // run is the composition root: it parses args (without the program name,
 // like the other commands), reads TIMEBOX_URL, TIMEBOX_KEY and TIMEBOX_TOKEN from getenv as
 // defaults for the flags, and runs the subcommand with a plain http.Client.
+// --help (or -h, or help) prints the usage to stdout and returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runWith(ctx, args, getenv, stdout, stderr, &http.Client{})
 }
@@ -29,11 +37,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runWith is run with the HTTP client given, so that tests can use an
 // in-memory network inside a synctest bubble.
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, hc *http.Client) error {
-	if len(args) < 1 || (args[0] != "ask" && args[0] != "health") {
-		fmt.Fprintln(stderr, errUsage)
-		return errUsage
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stdout, usage)
+		return nil
 	}
-	cfg, err := parse(args[0], args[1:], getenv, stderr)
+	if len(args) < 1 || (args[0] != "ask" && args[0] != "health") {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("the first word must be a command: ask or health")
+	}
+	cfg, err := parse(args[0], args[1:], getenv, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -63,7 +78,9 @@ func (c askConfig) client(hc *http.Client, stderr io.Writer) *client.Client {
 	}
 }
 
-func parse(command string, args []string, getenv func(string) string, stderr io.Writer) (askConfig, error) {
+// parse reads a command line whose flags may come before, between or after
+// the words of the question: "ask hi --attempts 1" asks "hi" once.
+func parse(command string, args []string, getenv func(string) string, stdout, stderr io.Writer) (askConfig, error) {
 	c := askConfig{command: command}
 	// A health check is quick or it is not healthy; a question may take the
 	// whole budget, and retries on top.
@@ -72,11 +89,9 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 		timeout, attemptTimeout = time.Minute, 30*time.Second
 	}
 	fs := flag.NewFlagSet("timebox "+command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, errUsage)
-		fs.PrintDefaults()
-	}
+	// The usage and the error are printed below, once each.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.baseURL, "url", getenv("TIMEBOX_URL"), "Function App base `URL`, e.g. https://app.azurewebsites.net or http://127.0.0.1:7071 (env TIMEBOX_URL)")
 	fs.StringVar(&c.key, "key", getenv("TIMEBOX_KEY"), "function `key`, sent as x-functions-key (env TIMEBOX_KEY)")
 	fs.StringVar(&c.token, "token", getenv("TIMEBOX_TOKEN"), "bearer `token`: an Entra ID access token for the API (AUTH_MODE=entra, or App Service Authentication) (env TIMEBOX_TOKEN)")
@@ -87,10 +102,18 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 	if command == "ask" {
 		fs.BoolVar(&c.stream, "stream", false, "print the answer as it arrives (server-sent events); retried by the rule only until the first piece")
 	}
-	if err := fs.Parse(args); err != nil {
-		return c, errUsage
+	words, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return c, errHelp
 	}
-	c.question = strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if err != nil {
+		fmt.Fprintln(stderr, usage)
+		return c, err
+	}
+	c.question = strings.TrimSpace(strings.Join(words, " "))
 	var problems []error
 	if u, err := url.Parse(c.baseURL); c.baseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		problems = append(problems, errors.New("--url must be an http or https base URL"))
@@ -111,11 +134,33 @@ func parse(command string, args []string, getenv func(string) string, stderr io.
 		problems = append(problems, errors.New("--attempts must be at least 1"))
 	}
 	if err := errors.Join(problems...); err != nil {
-		fmt.Fprintln(stderr, errUsage)
+		fmt.Fprintln(stderr, usage)
 		return c, err
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
 	return c, nil
+}
+
+// parseInterleaved parses args with fs, flags anywhere, and returns the
+// other words in order. flag.FlagSet.Parse stops at the first word that is
+// not a flag, so parsing goes on after each one; it also stops after "--",
+// and every word after that one is the question's, even one that begins
+// with a dash.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return words, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(words, rest...), nil
+		}
+		words, args = append(words, rest[0]), rest[1:]
+	}
 }
 
 // ask sends the question with the rule and prints one line per attempt to

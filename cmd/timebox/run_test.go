@@ -134,14 +134,15 @@ func TestUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no subcommand", []string{}, "usage"},
-		{"unknown subcommand", []string{"tell", "x"}, "usage"},
+		{"no subcommand", []string{}, "ask or health"},
+		{"unknown subcommand", []string{"tell", "x"}, "ask or health"},
 		{"no url", []string{"ask", "hi"}, "--url"},
 		{"bad url", []string{"ask", "--url", "ftp://x", "hi"}, "--url"},
 		{"no question", []string{"ask", "--url", "http://x"}, "question"},
 		{"key and token", []string{"ask", "--url", "http://x", "--key", "k", "--token", "t", "hi"}, "not both"},
 		{"no attempts", []string{"ask", "--url", "http://x", "--attempts", "0", "hi"}, "--attempts"},
-		{"bad flag", []string{"ask", "--nope", "hi"}, "usage"},
+		{"bad flag", []string{"ask", "--nope", "hi"}, "not defined: -nope"},
+		{"bad flag after the question", []string{"ask", "--url", "http://x", "hi", "--attempts", "many"}, "flag -attempts"},
 		{"health with a question", []string{"health", "--url", "http://x", "hi"}, "no question"},
 		{"health without url", []string{"health"}, "--url"},
 	}
@@ -151,9 +152,54 @@ func TestUsage(t *testing.T) {
 			err := run(t.Context(), tt.args, noEnv, io.Discard, &errOut)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
-			assert.Contains(t, errOut.String(), "usage: timebox ask")
+			assert.Equal(t, 1, strings.Count(errOut.String(), "usage: timebox ask"), "the usage is printed once")
+			assert.NotContains(t, err.Error(), "usage: timebox ask", "main prints the error: the usage is not in it again")
 		})
 	}
+}
+
+// TestHelp: --help, wherever it is, prints the usage once to stdout and
+// succeeds; nothing is sent.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"help"}, {"ask", "--help"}, {"ask", "hi", "--help"}, {"health", "-h"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(t.Context(), args, noEnv, &out, &errOut)
+			require.NoError(t, err)
+			assert.Equal(t, 1, strings.Count(out.String(), "usage: timebox ask"))
+			assert.Empty(t, errOut.String())
+		})
+	}
+}
+
+// TestFlagsAfterTheQuestion: a flag after the question is a flag, not a
+// word of the question ("ask hi --attempts 1" asks "hi" once, and an
+// --attempt-timeout there bounds the attempt); after -- every word is the
+// question's.
+func TestFlagsAfterTheQuestion(t *testing.T) {
+	fast503 := step{status: 503, body: errorJSON("upstream_unavailable", "busy")}
+	t.Run("attempts", func(t *testing.T) {
+		a := &scriptedApp{steps: []step{fast503}}
+		_, _, _, err := inBubble(t, a, "hi", "there", "--attempts", "1")
+		require.Error(t, err)
+		assert.Equal(t, 1, a.count(), "--attempts 1 after the question is obeyed")
+		assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi there"}]}`, a.bodies[0])
+	})
+	t.Run("attempt timeout", func(t *testing.T) {
+		a := &scriptedApp{steps: []step{{wait: time.Hour, status: 200, body: answerJSON}}}
+		_, _, elapsed, err := inBubble(t, a, "hi", "--attempt-timeout", "5s", "--attempts", "1")
+		require.Error(t, err)
+		assert.Equal(t, 5*time.Second, elapsed, "the attempt ends at the --attempt-timeout given after the question")
+		assert.Equal(t, "5000", a.requests[0].Header.Get("x-client-timeout-ms"))
+	})
+	t.Run("double dash", func(t *testing.T) {
+		a := &scriptedApp{steps: []step{{status: 200, body: answerJSON}}}
+		_, _, _, err := inBubble(t, a, "--attempts", "1", "--", "what", "does", "--stream", "do?")
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"messages":[{"role":"user","content":"what does --stream do?"}]}`, a.bodies[0])
+	})
 }
 
 // TestHealth: a cold start's fast 503 is retried; a 200 that is not a
