@@ -72,6 +72,10 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 			"the Azure OpenAI deployment. Set AUTH_MODE=entra (see docs/auth.md)")
 	}
 
+	// The sign-in is tried beside serving, not before it: the Functions
+	// host polls the port from the start, and a token can take seconds.
+	go a.CheckSignIn(ctx)
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

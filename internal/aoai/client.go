@@ -116,6 +116,7 @@ type Response struct {
 // Client calls chat completions. It is safe for concurrent use.
 type Client struct {
 	pl         runtime.Pipeline
+	cred       azcore.TokenCredential // signIn; nil with an API key
 	url        string
 	path       string // url's path, which a 404's error names
 	deployment string
@@ -133,13 +134,17 @@ func New(o Options) (*Client, error) {
 	// Credentials over http are refused by azcore unless allowed; allow them
 	// only for a loopback endpoint (the simulator), as config also insists.
 	insecure := o.Endpoint.Scheme == "http"
-	var auth policy.Policy
+	var (
+		auth policy.Policy
+		cred azcore.TokenCredential // nil with an API key
+	)
 	switch {
 	case o.APIKey != "":
 		auth = runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key",
 			&runtime.KeyCredentialPolicyOptions{InsecureAllowCredentialWithHTTP: insecure})
 	case o.Credential != nil:
-		auth = runtime.NewBearerTokenPolicy(o.Credential, []string{Scope},
+		cred = signIn{o.Credential}
+		auth = runtime.NewBearerTokenPolicy(cred, []string{Scope},
 			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: insecure})
 	default:
 		return nil, errors.New("aoai: an API key or a credential is required")
@@ -172,6 +177,7 @@ func New(o Options) (*Client, error) {
 	}
 	return &Client{
 		pl:         pl,
+		cred:       cred,
 		url:        u,
 		path:       parsed.Path,
 		deployment: o.Deployment,
@@ -305,7 +311,7 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 	if e.Status == http.StatusNotFound {
 		e.Path = c.path
 	}
-	if e.Kind == KindCanceled {
+	if e.Kind == KindCanceled || e.Kind == KindCredential {
 		return false, e
 	}
 	d := c.rule.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)})
@@ -370,10 +376,16 @@ func (c *Client) body(req *Request) ([]byte, error) {
 	return json.Marshal(&b)
 }
 
-// sendFailure classifies a request that got no answer.
+// sendFailure classifies a request that got no answer: the context's end,
+// a credential that gave no token (signInError's kind), or a connection
+// error.
 func sendFailure(ctx context.Context, err error) *Error {
-	if ctx.Err() != nil {
+	var signInErr *signInError
+	switch {
+	case ctx.Err() != nil:
 		return &Error{Kind: KindCanceled, Err: err}
+	case errors.As(err, &signInErr):
+		return &Error{Kind: signInErr.kind(), Err: err}
 	}
 	return &Error{Kind: KindTransient, Err: err}
 }

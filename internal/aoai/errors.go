@@ -46,13 +46,19 @@ const (
 	// retried: the text so far (Error.Partial) was generated and billed,
 	// and may already have been shown.
 	KindBroken
+	// KindCredential: the Entra ID credential gave no token and asking
+	// again will not change that: it has nothing to sign in with (no az
+	// login, no managed identity) or its sign-in was refused (a wrong
+	// tenant, an identity not assigned). Nothing was sent to Azure OpenAI.
+	// A token endpoint that failed as any server may is KindTransient.
+	KindCredential
 )
 
 var kindNames = map[Kind]string{
 	KindTransient: "transient", KindUnavailable: "unavailable", KindThrottled: "throttled",
 	KindTooLarge: "too_large", KindFiltered: "filtered", KindMisconfigured: "misconfigured",
 	KindSlowFailure: "slow_failure", KindRejected: "rejected", KindCanceled: "canceled",
-	KindBroken: "broken",
+	KindBroken: "broken", KindCredential: "credential",
 }
 
 func (k Kind) String() string {

@@ -162,6 +162,11 @@ func upstreamAnswer(e *aoai.Error) answer {
 	case aoai.KindMisconfigured:
 		return answer{status: http.StatusInternalServerError, code: "upstream_misconfigured",
 			msg: "The service is not set up correctly to reach the AI deployment. Contact the site's administrators."}
+	case aoai.KindCredential:
+		// A configuration error, not a hiccup: every question fails alike
+		// until the credential is fixed, so nothing asks again.
+		return answer{status: http.StatusInternalServerError, code: "upstream_auth_unavailable",
+			msg: "The service cannot sign in to Azure OpenAI, so the question was not sent. Its administrators find why in the handler's log: it needs an Entra ID sign-in that works (az login on a workstation, a managed identity in Azure) or an API key."}
 	case aoai.KindSlowFailure:
 		return answer{status: http.StatusInternalServerError, code: "upstream_error",
 			msg: "The AI service failed after a long wait. Trying the same request again will likely take as long; try a shorter question or fewer sources."}

@@ -8,12 +8,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -71,6 +73,37 @@ type App struct {
 	// to close them lingering (an answer sent before its body was in);
 	// the server's shutdown waits for them after http.Server.Shutdown.
 	Lingering *api.Lingering
+
+	chat *aoai.Client
+}
+
+// signInTimeout bounds CheckSignIn's token attempt: a sign-in that takes
+// longer is said as one that failed, and the first question tries again.
+const signInTimeout = 30 * time.Second
+
+// CheckSignIn gets a token for Azure OpenAI once, as the first question
+// would, and logs a warning when it cannot, so that a credential that will
+// fail every question is said at start-up and not only on each question's
+// log line. With an API key it does nothing. It returns when the attempt
+// ends, within signInTimeout.
+func (a *App) CheckSignIn(ctx context.Context) {
+	try, cancel := context.WithTimeout(ctx, signInTimeout)
+	defer cancel()
+	err := a.chat.SignIn(try)
+	var upErr *aoai.Error
+	switch {
+	case err == nil, ctx.Err() != nil: // signed in, or shutting down
+		return
+	case errors.As(err, &upErr) && upErr.Kind == aoai.KindCredential:
+		a.Logger.Warn("cannot sign in to Azure OpenAI: every question will be answered 500 upstream_auth_unavailable "+
+			"until it can. Set AZURE_OPENAI_API_KEY, or sign in where the handler runs (az login), or give the app a "+
+			"managed identity with access to the resource (docs/operations.md)", "error", err.Error())
+	case try.Err() != nil:
+		a.Logger.Warn("no Azure OpenAI token within the start-up check's time; the first question tries again",
+			"timeoutMs", signInTimeout.Milliseconds(), "error", err.Error())
+	default:
+		a.Logger.Warn("the Entra ID token endpoint failed at start-up; each question tries again", "error", err.Error())
+	}
 }
 
 // New builds the stack from cfg. It fails when the tokenizer, the
@@ -128,7 +161,7 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		}),
 		Extractor: extractor,
 	})
-	return &App{Handler: h, Logger: logger, Lingering: lingering}, nil
+	return &App{Handler: h, Logger: logger, Lingering: lingering, chat: chat}, nil
 }
 
 // upstream builds the Azure OpenAI client: api-key auth when a key is set,
