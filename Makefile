@@ -55,7 +55,7 @@ bench:
 perf:
 	bash scripts/perf.sh
 
-# hostile: issue 7's memory rows (8 huge-run DOCX uploads, 16 maximum-size requests) against the real binary; peak RSS.
+# hostile: issue 7's memory rows and the rows of callers that stop reading, against the real binary; peak RSS, holds, exit.
 hostile:
 	bash scripts/hostile.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make hostile: build the handler as `make build` does and replay issue 7's memory rows against it
-# (perf/cmd/hostile), printing peak RSS next to the issue's figures. HOSTILE_BEFORE=<git revision> also builds
+# make hostile: build the handler as `make build` does and replay issue 7's memory rows and the rows of
+# callers that stop reading against it (perf/cmd/hostile), printing peak RSS, how long requests held and the
+# exit after SIGTERM next to the issues' figures. HOSTILE_BEFORE=<git revision> also builds
 # that revision's handler and measures it in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

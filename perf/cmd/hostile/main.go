@@ -3,8 +3,10 @@
 // build in the same run) and prints each row's answers, slowest answer,
 // peak RSS (VmHWM) and the RSS left a few seconds after, next to the
 // figures the issue measured before the fix. The upstream is the
-// simulator, in process, on loopback. Linux only (memory is read from
-// /proc).
+// simulator, in process, on loopback. Then the rows of callers that stop
+// reading (readers.go), against an upstream of 7 MB answers: what the log
+// lines say, how long the requests held, the handler's CPU and memory, and
+// the exit after a SIGTERM. Linux only (memory is read from /proc).
 package main
 
 import (
@@ -42,20 +44,32 @@ func main() {
 	handler := flag.String("handler", "bin/hostile/handler", "the handler binary")
 	before := flag.String("before", "", "an older handler binary, measured in the same run (optional)")
 	settle := flag.Duration("settle", 5*time.Second, "how long after the last answer the RSS left is read")
+	only := flag.String("rows", "all", "which rows: all, memory (issue 7's) or readers (callers that stop reading)")
 	flag.Parse()
 
+	bins := []handlerBin{{"after", *handler}}
+	if *before != "" {
+		bins = append([]handlerBin{{"before", *before}}, bins...)
+	}
+	if *only != "readers" {
+		runMemoryRows(bins, *settle)
+	}
+	if *only != "memory" {
+		runReaderRows(bins, *settle)
+	}
+}
+
+// handlerBin is one handler binary to measure, and its label in the tables.
+type handlerBin struct{ label, path string }
+
+func runMemoryRows(bins []handlerBin, settle time.Duration) {
 	sim := httptest.NewServer(aoaitest.New(aoaitest.Options{APIKey: "hostile-key", Deployments: []string{"gpt-4o-mini"}}))
 	defer sim.Close()
-
 	rows := []row{
 		{name: "8 concurrent DOCX uploads, one 60 MiB <w:t> run (61 KB compressed)", clients: 8, body: docxBody,
 			issueNow: "peak 4.4 GB, 3 GB held minutes later; extract_timeout at 21-24 s"},
 		{name: "16 concurrent maximum-size requests (5 text documents, 16 MiB body)", clients: 16, body: maxSizeBody,
 			issueNow: "peak 1.27 GB; 500 after a 127k-token upstream call with 0.5 s left"},
-	}
-	bins := []struct{ label, path string }{{"after", *handler}}
-	if *before != "" {
-		bins = append([]struct{ label, path string }{{"before", *before}}, bins...)
 	}
 	fmt.Println("issue 7, memory rows: REQUEST_BUDGET=5s, FAST_FAILURE_THRESHOLD=2s, the simulator upstream")
 	fmt.Println()
@@ -64,7 +78,7 @@ func main() {
 	for _, r := range rows {
 		body := r.body()
 		for _, b := range bins {
-			res, err := measure(b.path, sim.URL, r.clients, body, *settle)
+			res, err := measure(b.path, sim.URL, r.clients, body, settle)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s (%s): %v\n", r.name, b.label, err)
 				os.Exit(1)
