@@ -5,7 +5,7 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
+.PHONY: run azurite test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -14,9 +14,13 @@ run:
 # test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests; the SPFx solution).
 test: lint test-go test-client test-e2e test-spfx
 
-# test-go: the Go tests, race detector on, shuffled.
-test-go:
-	go test -race -shuffle=on -count=1 ./...
+# test-go: the Go tests, race detector on, shuffled; the quota tests against a real Azurite, which must be there.
+test-go: azurite
+	TIMEBOX_REQUIRE_AZURITE=1 go test -race -shuffle=on -count=1 ./...
+
+# azurite: Azurite (the Azure Storage emulator) and the Node 22 it runs on, pinned in tools/azurite, installed when its lock file changed.
+azurite:
+	bash scripts/azurite.sh install
 
 # test-client: the TypeScript client's tests (node:test).
 test-client:

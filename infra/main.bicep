@@ -103,6 +103,21 @@ param authRequiredRole string = ''
 @description('ALLOW_ANONYMOUS: true lets AUTH_MODE=none run in Azure, open to anyone.')
 param allowAnonymous string = 'false'
 
+// Quotas (docs/operations.md, "Quotas"): counted in a table of the deployment's storage account, reached with
+// the app's identity. With neither limit set the handler keeps no quota and makes no call to the table.
+
+@description('QUOTA_TABLE: the table of the quotas and the ledger, created by the template.')
+param quotaTable string = 'timeboxusage'
+
+@description('QUOTA_USER_DAILY_TOKENS: tokens one user may spend in a UTC day; empty or 0: no limit.')
+param quotaUserDailyTokens string = ''
+
+@description('QUOTA_TENANT_MONTHLY_TOKENS: tokens one tenant may spend in a UTC month; empty or 0: no limit.')
+param quotaTenantMonthlyTokens string = ''
+
+@description('QUOTA_FAIL_OPEN: true serves requests while the table cannot be reached (unaccounted); false answers 503.')
+param quotaFailOpen string = 'false'
+
 // ---- Scale --------------------------------------------------------------------------------------------------
 
 @description('Instances at most. Each serves host.json\'s maxConcurrentRequests requests at a time.')
@@ -126,6 +141,7 @@ var openAiGroupName = useExistingOpenAi && !empty(openAiResourceGroupName) ? ope
 // so the platform never sends an instance more requests than its host admits without a queue.
 var hostJson = loadJsonContent('../host.json')
 var perInstanceConcurrency = hostJson.extensions.http.maxConcurrentRequests
+var quotasOn = (!empty(quotaUserDailyTokens) && quotaUserDailyTokens != '0') || (!empty(quotaTenantMonthlyTokens) && quotaTenantMonthlyTokens != '0')
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   name: '${abbrs.resourcesResourceGroups}${environmentName}'
@@ -151,6 +167,7 @@ module storage 'app/storage.bicep' = {
     location: location
     tags: tags
     deploymentContainerName: deploymentStorageContainerName
+    quotaTableName: quotaTable
   }
 }
 
@@ -195,6 +212,7 @@ module rbac 'app/rbac.bicep' = {
   scope: rg
   params: {
     storageAccountName: storage.outputs.name
+    quotaTableName: storage.outputs.quotaTableName
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     principalId: identity.outputs.principalId
   }
@@ -241,6 +259,11 @@ module api 'app/api.bicep' = {
     // The cloud's own authority, sovereign clouds included (https://login.microsoftonline.com/ in the public one).
     azureAuthorityHost: environment().authentication.loginEndpoint
     allowAnonymous: allowAnonymous
+    quotaTableEndpoint: quotasOn ? storage.outputs.tableEndpoint : ''
+    quotaTable: quotaTable
+    quotaUserDailyTokens: quotaUserDailyTokens
+    quotaTenantMonthlyTokens: quotaTenantMonthlyTokens
+    quotaFailOpen: quotaFailOpen
   }
 }
 

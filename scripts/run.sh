@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make run: with no AZURE_OPENAI_ENDPOINT, start the Azure OpenAI simulator, the handler pointed at it,
-# and the demo page on a second origin; with an endpoint, run the handler against it.
+# and the demo page on a second origin; with an endpoint, run the handler against it. With no
+# QUOTA_TABLE_ENDPOINT, Azurite's Table service holds a small demo quota (QUOTA_USER_DAILY_TOKENS=0: none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,14 @@ if [ -n "$LOCAL_ISSUER" ]; then
   TOKEN_SCOPE="${AUTH_AUDIENCE%%,*}/$AUTH_REQUIRED_SCOPE"
 fi
 export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
+# Quotas: Azurite (tools/azurite) in memory, and a demo limit small enough to reach in a few questions.
+if [ -z "${QUOTA_TABLE_ENDPOINT:-}" ] && [ "${QUOTA_USER_DAILY_TOKENS:-}" != 0 ]; then
+  AZURITE_TABLE_PORT=${AZURITE_TABLE_PORT:-10002}
+  bash scripts/azurite.sh table "$AZURITE_TABLE_PORT" > bin/azurite.log 2>&1 &
+  pids+=($!)
+  export QUOTA_TABLE_ENDPOINT="http://127.0.0.1:$AZURITE_TABLE_PORT/devstoreaccount1" QUOTA_USER_DAILY_TOKENS=${QUOTA_USER_DAILY_TOKENS:-2000}
+  echo "quotas: Azurite on $QUOTA_TABLE_ENDPOINT (log: bin/azurite.log), $QUOTA_USER_DAILY_TOKENS tokens per user and day"
+fi
 # The demo page's origin, so its calls are allowed (against the simulator or a real endpoint alike).
 export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
 

@@ -37,6 +37,12 @@ param authRequiredScope string
 param authRequiredRole string
 param azureAuthorityHost string
 param allowAnonymous string
+@description('The Table service URL of the quota table; empty: no quotas.')
+param quotaTableEndpoint string
+param quotaTable string
+param quotaUserDailyTokens string
+param quotaTenantMonthlyTokens string
+param quotaFailOpen string
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -89,6 +95,11 @@ var handlerSettings = {
   AUTH_REQUIRED_ROLE: authRequiredRole
   AZURE_AUTHORITY_HOST: azureAuthorityHost
   ALLOW_ANONYMOUS: allowAnonymous
+  QUOTA_TABLE_ENDPOINT: quotaTableEndpoint
+  QUOTA_TABLE: quotaTable
+  QUOTA_USER_DAILY_TOKENS: quotaUserDailyTokens
+  QUOTA_TENANT_MONTHLY_TOKENS: quotaTenantMonthlyTokens
+  QUOTA_FAIL_OPEN: quotaFailOpen
 }
 
 // What the Functions host reads: its storage by identity (no connection string), and Application Insights

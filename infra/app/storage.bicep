@@ -1,9 +1,11 @@
-// Deployment and host storage, reached only by managed identity: shared-key access is off, so no account key
-// or connection string with a key can work, and none is written anywhere.
+// Deployment and host storage, and the quota table, reached only by managed identity: shared-key access is off,
+// so no account key or connection string with a key can work, and none is written anywhere.
 param name string
 param location string
 param tags object = {}
 param deploymentContainerName string
+@description('The quota table (QUOTA_TABLE): its counters and the ledger of every request.')
+param quotaTableName string
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: name
@@ -35,5 +37,19 @@ resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/con
   properties: { publicAccess: 'None' }
 }
 
+// The Table service holds the quotas (docs/operations.md, "Quotas"): the handler never creates a table in
+// Azure, so the template does.
+resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource quotaTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = {
+  parent: tableService
+  name: quotaTableName
+}
+
 output name string = storage.name
+output tableEndpoint string = storage.properties.primaryEndpoints.table
+output quotaTableName string = quotaTable.name
 output blobEndpoint string = storage.properties.primaryEndpoints.blob

@@ -101,6 +101,8 @@ type Config struct {
 	AllowedOrigins []string
 	// Auth is who may call POST /api/chat (AUTH_MODE and its settings).
 	Auth Auth
+	// Quota is what callers may spend, and where it is counted (QUOTA_*).
+	Quota Quota
 
 	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
@@ -227,6 +229,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 
 	c.Auth = loadAuth(get, bad)
+	c.Quota = loadQuota(get, bad)
 
 	switch v := strings.ToLower(get("LOG_LEVEL")); v {
 	case "", "info":

@@ -44,6 +44,7 @@ var builtInRoles = map[string]struct{ name, scopeType string }{
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "Microsoft.Storage/storageAccounts"},
 	"5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": {"Cognitive Services OpenAI User", "Microsoft.CognitiveServices/accounts"},
 	"3913510d-42f4-4e42-8a64-420c390055eb": {"Monitoring Metrics Publisher", "Microsoft.Insights/components"},
+	"0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3": {"Storage Table Data Contributor", "Microsoft.Storage/storageAccounts/tableServices/tables"},
 }
 
 func TestTemplateSetsEveryHandlerSettingFromAParameter(t *testing.T) {

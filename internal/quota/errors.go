@@ -1,0 +1,109 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ExceededError is a reservation refused because a limit is used up: even
+// the prompt and the least useful answer do not fit what is left of it.
+type ExceededError struct {
+	// Limit is the limit that refused; when several did, the one that
+	// resets last (asking before then is refused again).
+	Limit Limit
+	// Size is the limit, in tokens.
+	Size int64
+	// Used is what the window holds, settled and reserved, in tokens.
+	Used int64
+	// ResetsAt is when the window ends and a new one starts empty.
+	ResetsAt time.Time
+	// Now is when the reservation was refused.
+	Now time.Time
+}
+
+func (e *ExceededError) Error() string {
+	return fmt.Sprintf("quota: %s limit of %d tokens used up (%d held), resets at %s", e.Limit, e.Size, e.Used, e.ResetsAt.Format(time.RFC3339))
+}
+
+// RetryAfter is the time left until the window resets, rounded up to a
+// whole second, at least one.
+func (e *ExceededError) RetryAfter() time.Duration {
+	d := e.ResetsAt.Sub(e.Now)
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+}
+
+// Message says which limit, how large it is and when it resets, for the
+// person who asked: "Your daily limit of 200,000 tokens is used up. It
+// resets at 00:00 UTC, in 5 h 12 min."
+func (e *ExceededError) Message() string {
+	whose, when := "Your daily limit", "at 00:00 UTC"
+	if e.Limit == TenantMonth {
+		whose = "Your organization's monthly limit"
+		when = "on " + e.ResetsAt.UTC().Format("2 January") + " at 00:00 UTC"
+	}
+	return fmt.Sprintf("%s of %s tokens is used up. It resets %s, in %s.", whose, thousands(e.Size), when, span(e.ResetsAt.Sub(e.Now)))
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// span says a wait in its two largest units, rounded up to the minute:
+// "5 h 12 min", "3 d 4 h", "1 min".
+func span(d time.Duration) string {
+	m := int64((d + time.Minute - 1) / time.Minute)
+	if m < 1 {
+		m = 1
+	}
+	days, hours, mins := m/(24*60), m/60%24, m%60
+	switch {
+	case days > 0 && hours > 0:
+		return fmt.Sprintf("%d d %d h", days, hours)
+	case days > 0:
+		return fmt.Sprintf("%d d", days)
+	case hours > 0 && mins > 0:
+		return fmt.Sprintf("%d h %d min", hours, mins)
+	case hours > 0:
+		return fmt.Sprintf("%d h", hours)
+	}
+	return fmt.Sprintf("%d min", mins)
+}
+
+// UnavailableRetryAfter is the wait an unreachable store's answer asks for.
+const UnavailableRetryAfter = 5 * time.Second
+
+// UnavailableError is a store that could not be reached or did not answer
+// within its step deadline: the quota could not be checked (or settled).
+type UnavailableError struct {
+	// Op is "reserve", "settle" or "usage".
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return "quota " + e.Op + ": store unavailable: " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// RetryAfter is how long to wait before asking again.
+func (e *UnavailableError) RetryAfter() time.Duration { return UnavailableRetryAfter }
+
+// ErrDuplicate is a reservation for a request id that already has one: a
+// request id names one request in the ledger.
+var ErrDuplicate = errors.New("quota: the request id already has a reservation")

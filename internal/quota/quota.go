@@ -1,0 +1,289 @@
+// Package quota limits the tokens callers spend, across every instance of
+// the app: each user's UTC day and each tenant's UTC month, counted in a
+// table of Azure Table Storage (Azurite locally), the store the deployment's
+// storage account already has.
+//
+// A request reserves, before its upstream call, what it can at most cost
+// (its counted prompt and its completion limit) against every limit that
+// applies to it, and settles, after the call, to what was billed; the rest
+// is released. A reservation that does not fit whole, but whose prompt and a
+// useful answer do, is granted with a lower completion limit. A reservation
+// carries an expiry a little past its request's deadline, so one whose
+// instance crashed before settling frees itself.
+//
+// Counters are updated optimistically: read with their ETags, written back
+// in one batch (atomic within a partition) that fails if another writer got
+// there first, and then read and tried again. A reservation is written only
+// when the window's settled and live reserved tokens plus it fit the limit,
+// and a settlement never charges more than its reservation held, so the
+// settled tokens of a window never exceed its limit, whatever the
+// interleaving of requests and instances.
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/timebox-dev/timebox/internal/budget"
+)
+
+// DevelopmentAccount and DevelopmentKey are Azurite's published development
+// account and key (Learn: "Use the Azurite emulator for local Azure Storage
+// development", "Well-known storage account and key"): the same in every
+// installation, and accepted by nothing but the emulator. They are used
+// only for a loopback endpoint.
+const (
+	DevelopmentAccount = "devstoreaccount1"
+	DevelopmentKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// Defaults of Options.
+const (
+	// DefaultStepTimeout bounds each of the store's calls (a reservation or
+	// a settlement, its retries included): a store call takes milliseconds.
+	DefaultStepTimeout = 5 * time.Second
+	// DefaultMinAnswer is the least completion limit a reservation is
+	// lowered to when the whole does not fit.
+	DefaultMinAnswer = 256
+	// Grace is how long after its request's deadline a reservation lapses:
+	// the settlement of a request that ran to its deadline comes in well
+	// before it.
+	Grace = 30 * time.Second
+)
+
+// Options configures a Store.
+type Options struct {
+	// Endpoint is the Table service URL (config's QUOTA_TABLE_ENDPOINT).
+	Endpoint *url.URL
+	// Table is the table's name.
+	Table string
+	// UserDailyTokens and TenantMonthlyTokens are the limits; 0 means no
+	// limit of that kind (its counter is not kept).
+	UserDailyTokens, TenantMonthlyTokens int64
+	// Credential signs the calls to a non-loopback endpoint: the app's
+	// managed identity. A loopback endpoint (Azurite) is signed with
+	// Azurite's development key instead, and Credential is not used.
+	Credential azcore.TokenCredential
+	// Transport carries the store's requests; nil means azcore's default.
+	Transport policy.Transporter
+	// StepTimeout bounds each store operation; 0 means DefaultStepTimeout.
+	StepTimeout time.Duration
+	// MinAnswer is the least completion limit worth granting; 0 means
+	// DefaultMinAnswer (or the request's own limit, when that is smaller).
+	MinAnswer int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store reserves and settles requests' tokens. It is safe for concurrent use.
+type Store struct {
+	table     *aztables.Client
+	service   *aztables.ServiceClient
+	name      string
+	userDay   int64
+	tenantMon int64
+	step      time.Duration
+	minAnswer int
+	now       func() time.Time
+	// local is a loopback endpoint (Azurite), where the table is created
+	// when missing; in Azure the deployment template creates it.
+	local bool
+	// calls counts the store's HTTP requests (benchmarks report them).
+	calls atomic.Int64
+}
+
+// New returns a Store for o. It makes no call: the first reservation does.
+func New(o Options) (*Store, error) {
+	if o.Endpoint == nil {
+		return nil, errors.New("quota: no endpoint")
+	}
+	s := &Store{
+		name:      o.Table,
+		userDay:   o.UserDailyTokens,
+		tenantMon: o.TenantMonthlyTokens,
+		step:      o.StepTimeout,
+		minAnswer: o.MinAnswer,
+		now:       o.Now,
+		local:     isLoopback(o.Endpoint.Hostname()),
+	}
+	if s.step <= 0 {
+		s.step = DefaultStepTimeout
+	}
+	if s.minAnswer <= 0 {
+		s.minAnswer = DefaultMinAnswer
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	opts := &aztables.ClientOptions{}
+	// The store's own retries are off: a store that does not answer is
+	// answered 503 at once (the client retries), not waited on.
+	opts.Retry.MaxRetries = -1
+	next := o.Transport
+	if next == nil {
+		next = newTransport()
+	}
+	opts.Transport = counting{next: next, n: &s.calls}
+	endpoint := o.Endpoint.String()
+	var err error
+	switch {
+	case s.local:
+		var cred *aztables.SharedKeyCredential
+		cred, err = aztables.NewSharedKeyCredential(DevelopmentAccount, DevelopmentKey)
+		if err == nil {
+			s.service, err = aztables.NewServiceClientWithSharedKey(endpoint, cred, opts)
+		}
+	case o.Credential == nil:
+		return nil, errors.New("quota: a credential is needed for " + o.Endpoint.Host)
+	default:
+		s.service, err = aztables.NewServiceClient(endpoint, o.Credential, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quota: %w", err)
+	}
+	s.table = s.service.NewClient(o.Table)
+	return s, nil
+}
+
+// Calls is how many HTTP requests the store has made.
+func (s *Store) Calls() int64 { return s.calls.Load() }
+
+// Request is what a request asks to reserve.
+type Request struct {
+	// ID is the request's id, the key of its ledger row: unique per
+	// request (Reserve refuses a second with ErrDuplicate).
+	ID string
+	// OID and TID are the caller's object and tenant ids; empty for the
+	// anonymous caller.
+	OID, TID string
+	// Deployment is the model deployment called, for the ledger.
+	Deployment string
+	// Prompt is the counted prompt, in tokens.
+	Prompt int
+	// MaxCompletion is the completion limit the request would send.
+	MaxCompletion int
+	// Deadline is the request's deadline: its reservation lapses Grace
+	// after it.
+	Deadline time.Time
+}
+
+// Reservation is what Reserve granted; Settle takes it back.
+type Reservation struct {
+	// ID is the request's id.
+	ID string
+	// Completion is the completion limit granted: the request's, or lower
+	// when the whole did not fit.
+	Completion int
+	// Tokens is what is held: the prompt plus Completion.
+	Tokens int64
+	// Expires is when the hold lapses by itself.
+	Expires time.Time
+
+	partition string
+	ledger    string
+	counters  []string // row keys
+	hold      string   // the counters' property that holds it
+}
+
+// Billed is what a request cost, as Azure OpenAI billed it.
+type Billed struct {
+	Prompt, Completion int
+	// Abandoned are the tokens generated that the caller never got: billed all the same.
+	Abandoned int
+	// Status is the HTTP status the request was answered with.
+	Status int
+}
+
+// Total is every billed token.
+func (b Billed) Total() int64 { return int64(b.Prompt) + int64(b.Completion) + int64(b.Abandoned) }
+
+// Reserve holds what req can at most cost against every limit that
+// applies. It fails with an *ExceededError when even req's prompt and a
+// useful answer do not fit, an *UnavailableError when the store cannot be
+// reached within the step deadline, ErrDuplicate for an id already
+// reserved, or ctx's cause when the request's own deadline came first.
+func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) {
+	step, cancel := budget.Step(ctx, "quota", "reserve", s.step)
+	defer cancel()
+	res, err := s.reserve(step, req)
+	return res, classify(ctx, step, "reserve", err)
+}
+
+// Settle charges res's windows what b cost (at most what res held) and
+// releases the rest, and writes the ledger row. Settling a reservation
+// again does nothing. It runs even when ctx has ended (a request cut by its
+// deadline was still billed): with ctx's values but not its cancellation,
+// under a step deadline of its own. A reservation that cannot be settled
+// lapses at its expiry.
+func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
+	step, cancel := budget.Step(context.WithoutCancel(ctx), "quota", "settle", s.step)
+	defer cancel()
+	return classify(step, step, "settle", s.settle(step, res, b))
+}
+
+// Window is one window's tokens.
+type Window struct {
+	// Used is what was settled in the window.
+	Used int64
+	// Reserved is what requests under way hold.
+	Reserved int64
+	// Limit is the window's limit.
+	Limit int64
+	// ResetsAt is when the window ends.
+	ResetsAt time.Time
+}
+
+// Usage is a caller's windows: nil for a limit that is not set.
+type Usage struct {
+	UserDay     *Window
+	TenantMonth *Window
+}
+
+// Usage reads the caller's windows as they are now. Its errors are Reserve's.
+func (s *Store) Usage(ctx context.Context, oid, tid string) (Usage, error) {
+	step, cancel := budget.Step(ctx, "quota", "usage", s.step)
+	defer cancel()
+	u, err := s.usage(step, oid, tid)
+	return u, classify(ctx, step, "usage", err)
+}
+
+// classify returns err as the package's contract says: nil, an error of
+// the package, the request's own clock when that is what ended the call
+// (parent's cause, or the step's cut to the request's deadline), or else an
+// *UnavailableError.
+func classify(parent, step context.Context, op string, err error) error {
+	var exceeded *ExceededError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exceeded), errors.Is(err, ErrDuplicate), errors.Is(err, errUnknownReservation):
+		return err
+	case parent.Err() != nil:
+		return fmt.Errorf("quota %s: %w", op, context.Cause(parent))
+	}
+	if st, ok := budget.StepCause(step); ok && st.Request > 0 {
+		return fmt.Errorf("quota %s: %w", op, st)
+	}
+	return &UnavailableError{Op: op, Err: err}
+}
+
+// errUnknownReservation is a settlement whose ledger row is not there.
+var errUnknownReservation = errors.New("quota: no such reservation in the ledger")
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

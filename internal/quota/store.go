@@ -1,0 +1,501 @@
+package quota
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"golang.org/x/sync/errgroup"
+)
+
+// counter is one window's row: the settled tokens and the holds of the
+// reservations under way, each hold a property named after the time its
+// reservations lapse (holdName), so that a window's row stays the same
+// size however many requests are under way, and an expired hold is simply
+// not counted (and dropped at the next write).
+type counter struct {
+	row   string
+	limit Limit
+	size  int64
+	reset time.Time
+
+	found bool
+	etag  azcore.ETag
+	used  int64
+	holds map[string]int64
+}
+
+// holdStep is the granularity of the holds' expiry: reservations that
+// lapse within the same 10 s share one property.
+const holdStep = 10
+
+// holdName is the property of the holds that lapse at exp (rounded up to
+// holdStep seconds): "H" and the Unix time.
+func holdName(exp time.Time) string {
+	sec := (exp.Unix() + holdStep - 1) / holdStep * holdStep
+	return "H" + strconv.FormatInt(sec, 10)
+}
+
+// holdLive says whether the holds of property name still count at now.
+func holdLive(name string, now time.Time) bool {
+	sec, err := strconv.ParseInt(strings.TrimPrefix(name, "H"), 10, 64)
+	return err == nil && now.Unix() < sec
+}
+
+// held is what the live holds add up to at now.
+func (c *counter) held(now time.Time) int64 {
+	var n int64
+	for name, v := range c.holds {
+		if holdLive(name, now) {
+			n += v
+		}
+	}
+	return n
+}
+
+// free is what is left of the window at now.
+func (c *counter) free(now time.Time) int64 { return c.size - c.used - c.held(now) }
+
+// counters are the windows a request of oid in tid at now counts against.
+func (s *Store) counters(oid string, now time.Time) []*counter {
+	var out []*counter
+	if s.userDay > 0 {
+		out = append(out, &counter{row: dayRow(oid, now), limit: UserDay, size: s.userDay, reset: resetOf(UserDay, now)})
+	}
+	if s.tenantMon > 0 {
+		out = append(out, &counter{row: monthRow, limit: TenantMonth, size: s.tenantMon, reset: resetOf(TenantMonth, now)})
+	}
+	return out
+}
+
+// entity is c's row as written at now: expired holds are left out.
+func (c *counter) entity(partition string, now time.Time) []byte {
+	props := map[string]any{"Used": aztables.EDMInt64(c.used), "Limit": aztables.EDMInt64(c.size)}
+	for name, v := range c.holds {
+		if v > 0 && holdLive(name, now) {
+			props[name] = aztables.EDMInt64(v)
+		}
+	}
+	return marshal(partition, c.row, props)
+}
+
+// action writes c: an insert for a row not there yet (which fails if
+// another writer inserted it first), else a replace conditional on the
+// ETag read.
+func (c *counter) action(partition string, now time.Time) aztables.TransactionAction {
+	if !c.found {
+		return aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: c.entity(partition, now)}
+	}
+	etag := c.etag
+	return aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: c.entity(partition, now), IfMatch: &etag}
+}
+
+// Ledger states.
+const (
+	stateReserved = "reserved"
+	stateSettled  = "settled"
+)
+
+func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) {
+	now := s.now()
+	res := &Reservation{
+		ID:        req.ID,
+		Expires:   req.Deadline.Add(Grace),
+		partition: partitionKey(req.TID, now),
+		ledger:    ledgerRow(req.ID),
+	}
+	res.hold = holdName(res.Expires)
+	counters := s.counters(req.OID, now)
+	for _, c := range counters {
+		res.counters = append(res.counters, c.row)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := s.read(ctx, res.partition, counters, nil); err != nil {
+			return nil, err
+		}
+		now := s.now()
+		completion, err := s.fit(counters, req, now)
+		if err != nil {
+			return nil, err
+		}
+		res.Completion, res.Tokens = completion, int64(req.Prompt)+int64(completion)
+		var actions []aztables.TransactionAction
+		for _, c := range counters {
+			if c.holds == nil {
+				c.holds = map[string]int64{}
+			}
+			c.holds[res.hold] += res.Tokens
+			actions = append(actions, c.action(res.partition, now))
+		}
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: marshal(res.partition, res.ledger, map[string]any{
+			"RequestId":     req.ID,
+			"Oid":           req.OID,
+			"Tid":           req.TID,
+			"Deployment":    req.Deployment,
+			"State":         stateReserved,
+			"Day":           dayOf(now).Format("2006-01-02"),
+			"CountedPrompt": int32(req.Prompt),
+			"MaxCompletion": int32(completion),
+			"Reserved":      aztables.EDMInt64(res.Tokens),
+			"ReservedAt":    aztables.EDMDateTime(now.UTC()),
+			"ExpiresAt":     aztables.EDMDateTime(res.Expires.UTC()),
+		})})
+		err = s.submit(ctx, actions)
+		var c *conflict
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.As(err, &c) && c.index == len(actions)-1:
+			return nil, ErrDuplicate
+		case errors.As(err, &c):
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+// fit decides the completion limit a reservation for req gets against
+// counters at now: the request's own when the whole fits every window; a
+// lower one when the prompt and a useful answer (MinAnswer, or the
+// request's limit when lower) still fit; else the refusal of the window
+// that resets last among those it does not fit.
+func (s *Store) fit(counters []*counter, req Request, now time.Time) (int, error) {
+	if len(counters) == 0 {
+		return req.MaxCompletion, nil
+	}
+	room := counters[0].free(now)
+	for _, c := range counters[1:] {
+		room = min(room, c.free(now))
+	}
+	if room >= int64(req.Prompt)+int64(req.MaxCompletion) {
+		return req.MaxCompletion, nil
+	}
+	least := int64(min(s.minAnswer, req.MaxCompletion))
+	if room-int64(req.Prompt) >= least {
+		return int(room - int64(req.Prompt)), nil
+	}
+	var refusal *ExceededError
+	for _, c := range counters {
+		if c.free(now) >= int64(req.Prompt)+least {
+			continue
+		}
+		if refusal == nil || c.reset.After(refusal.ResetsAt) {
+			refusal = &ExceededError{Limit: c.limit, Size: c.size, Used: c.used + c.held(now), ResetsAt: c.reset, Now: now}
+		}
+	}
+	return 0, refusal
+}
+
+// ledger is a request's ledger row as read.
+type ledger struct {
+	found bool
+	etag  azcore.ETag
+	state string
+}
+
+func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
+	counters := make([]*counter, len(res.counters))
+	for i, row := range res.counters {
+		// The size and window of the row are the store's; only the
+		// row's values are read.
+		counters[i] = &counter{row: row, size: s.sizeOf(row)}
+	}
+	for attempt := 0; ; attempt++ {
+		var l ledger
+		if err := s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l}); err != nil {
+			return err
+		}
+		switch {
+		case !l.found:
+			return errUnknownReservation
+		case l.state == stateSettled:
+			return nil
+		}
+		now := s.now()
+		charge := min(b.Total(), res.Tokens)
+		charged := charge
+		live := holdLive(res.hold, now)
+		var actions []aztables.TransactionAction
+		for _, c := range counters {
+			var own int64
+			if live {
+				own = min(res.Tokens, c.holds[res.hold])
+			}
+			// A settlement after its hold lapsed finds the window
+			// possibly taken by others meanwhile: it charges no more
+			// than is left, so the window never goes past its limit.
+			room := max(0, c.size-(c.used+c.held(now)-own))
+			counted := min(charge, room)
+			charged = min(charged, counted)
+			c.used += counted
+			if own > 0 {
+				c.holds[res.hold] -= own
+			}
+			actions = append(actions, c.action(res.partition, now))
+		}
+		etag := l.etag
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, map[string]any{
+			"State":            stateSettled,
+			"PromptTokens":     int32(b.Prompt),
+			"CompletionTokens": int32(b.Completion),
+			"AbandonedTokens":  int32(b.Abandoned),
+			"Charged":          aztables.EDMInt64(charged),
+			"Status":           int32(b.Status),
+			"SettledAt":        aztables.EDMDateTime(now.UTC()),
+		})})
+		err := s.submit(ctx, actions)
+		var c *conflict
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &c):
+			if err := backoff(ctx, attempt); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// sizeOf is the limit of a counter's row.
+func (s *Store) sizeOf(row string) int64 {
+	if row == monthRow {
+		return s.tenantMon
+	}
+	return s.userDay
+}
+
+func (s *Store) usage(ctx context.Context, oid, tid string) (Usage, error) {
+	now := s.now()
+	counters := s.counters(oid, now)
+	if err := s.read(ctx, partitionKey(tid, now), counters, nil); err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	for _, c := range counters {
+		w := &Window{Used: c.used, Reserved: c.held(now), Limit: c.size, ResetsAt: c.reset}
+		if c.limit == UserDay {
+			u.UserDay = w
+		} else {
+			u.TenantMonth = w
+		}
+	}
+	return u, nil
+}
+
+// ledgerRead asks read for a ledger row too.
+type ledgerRead struct {
+	row  string
+	into *ledger
+}
+
+// read fills counters (and l) from their rows, all at once: one round trip
+// of time. A row not there is a window nothing was counted in yet. A
+// missing table is created first on a loopback store (Azurite; in Azure
+// the deployment template creates it).
+func (s *Store) read(ctx context.Context, partition string, counters []*counter, l *ledgerRead) error {
+	err := s.readOnce(ctx, partition, counters, l)
+	if s.local && isCode(err, aztables.TableNotFound) {
+		if err := s.createTable(ctx); err != nil {
+			return err
+		}
+		err = s.readOnce(ctx, partition, counters, l)
+	}
+	return err
+}
+
+func (s *Store) readOnce(ctx context.Context, partition string, counters []*counter, l *ledgerRead) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range counters {
+		g.Go(func() error {
+			e, etag, found, err := s.get(gctx, partition, c.row)
+			if err != nil || !found {
+				c.found, c.etag, c.used, c.holds = false, "", 0, map[string]int64{}
+				return err
+			}
+			c.found, c.etag, c.used, c.holds = true, etag, 0, map[string]int64{}
+			for name, v := range e.Properties {
+				switch {
+				case name == "Used":
+					c.used = integer(v)
+				case strings.HasPrefix(name, "H"):
+					c.holds[name] = integer(v)
+				}
+			}
+			return nil
+		})
+	}
+	if l != nil {
+		g.Go(func() error {
+			e, etag, found, err := s.get(gctx, partition, l.row)
+			*l.into = ledger{found: found, etag: etag}
+			if found {
+				l.into.state, _ = e.Properties["State"].(string)
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// get reads one row; found is false for a row not there.
+func (s *Store) get(ctx context.Context, partition, row string) (e aztables.EDMEntity, etag azcore.ETag, found bool, err error) {
+	resp, err := s.table.GetEntity(ctx, partition, row, nil)
+	if isCode(err, aztables.ResourceNotFound) || isCode(err, aztables.EntityNotFound) {
+		return e, "", false, nil
+	}
+	if err != nil {
+		return e, "", false, fmt.Errorf("read %s: %w", row, err)
+	}
+	if err := json.Unmarshal(resp.Value, &e); err != nil {
+		return e, "", false, fmt.Errorf("read %s: %w", row, err)
+	}
+	return e, resp.ETag, true, nil
+}
+
+func (s *Store) createTable(ctx context.Context) error {
+	_, err := s.service.CreateTable(ctx, s.name, nil)
+	if err != nil && !isCode(err, aztables.TableAlreadyExists) {
+		return fmt.Errorf("create table %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// conflict is a batch refused because one of its rows changed since it was
+// read (412) or was inserted by another writer (409): read again, try again.
+type conflict struct {
+	status int
+	index  int // the refused action
+}
+
+func (c *conflict) Error() string {
+	return fmt.Sprintf("batch refused: action %d answered %d", c.index, c.status)
+}
+
+// submit sends actions as one batch. A batch the store refused as a whole
+// for one of its actions is a *conflict when that action's answer was 409
+// or 412.
+func (s *Store) submit(ctx context.Context, actions []aztables.TransactionAction) error {
+	_, err := s.table.SubmitTransaction(ctx, actions, nil)
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
+		if status, index, ok := refusedAction(re.RawResponse); ok && (status == http.StatusConflict || status == http.StatusPreconditionFailed) {
+			return &conflict{status: status, index: index}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	return nil
+}
+
+// refusedAction reads which action refused a batch, and how. The store
+// answers a refused batch 202 with one inner response, the failed action's:
+// its status line, and an error whose message starts with the action's
+// index ("0:The specified entity already exists.") (Learn: "Performing
+// entity group transactions", "Sample error response").
+func refusedAction(resp *http.Response) (status, index int, ok bool) {
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return 0, 0, false
+	}
+	text := string(body)
+	i := strings.Index(text, "\nHTTP/1.1 ")
+	if i < 0 || len(text) < i+13 {
+		return 0, 0, false
+	}
+	status, err = strconv.Atoi(text[i+10 : i+13])
+	if err != nil {
+		return 0, 0, false
+	}
+	j := strings.Index(text[i:], `"value":"`)
+	if j < 0 {
+		return status, 0, true
+	}
+	rest := text[i+j+len(`"value":"`):]
+	n := strings.IndexByte(rest, ':')
+	if n <= 0 {
+		return status, 0, true
+	}
+	index, err = strconv.Atoi(rest[:n])
+	if err != nil {
+		return status, 0, true
+	}
+	return status, index, true
+}
+
+// backoff waits before trying a refused batch again: a random wait, longer
+// with each attempt up to 64 ms, so that writers who collided do not
+// collide again in step.
+func backoff(ctx context.Context, attempt int) error {
+	ceiling := time.Millisecond << min(attempt, 6)
+	t := time.NewTimer(rand.N(ceiling) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+func isCode(err error, code aztables.TableErrorCode) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.ErrorCode == string(code)
+}
+
+func integer(v any) int64 {
+	switch v := v.(type) {
+	case aztables.EDMInt64:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case float64:
+		return int64(v)
+	}
+	return 0
+}
+
+func marshal(partition, row string, props map[string]any) []byte {
+	b, err := json.Marshal(aztables.EDMEntity{Entity: aztables.Entity{PartitionKey: partition, RowKey: row}, Properties: props})
+	if err != nil {
+		// Only the types above are marshalled: a failure is a bug.
+		panic(fmt.Sprintf("quota: marshal %s: %v", row, err))
+	}
+	return b
+}
+
+// counting carries the store's requests and counts them.
+type counting struct {
+	next policy.Transporter
+	n    *atomic.Int64
+}
+
+// newTransport keeps enough idle connections for the requests under way
+// on an instance (net/http keeps 2 per host by default, and each
+// reservation makes up to three requests at once).
+func newTransport() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}
+
+func (c counting) Do(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.Do(r)
+}

@@ -1,0 +1,372 @@
+package quota_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/azuritetest"
+	"github.com/timebox-dev/timebox/internal/quota"
+)
+
+// These tests run against a real Azurite (internal/azuritetest): they skip
+// where it is not installed, unless TIMEBOX_REQUIRE_AZURITE=1 (make test-go).
+
+// clock is a settable clock shared by the stores of a test.
+type clock struct{ t atomic.Pointer[time.Time] }
+
+func newClock(t time.Time) *clock    { c := &clock{}; c.set(t); return c }
+func (c *clock) set(t time.Time)     { c.t.Store(&t) }
+func (c *clock) add(d time.Duration) { c.set(c.Now().Add(d)) }
+func (c *clock) Now() time.Time      { return *c.t.Load() }
+
+// shared is one Azurite for the package's tests, each on a table of its
+// own; TestMain stops it.
+var shared struct {
+	once sync.Once
+	s    *azuritetest.Server
+	dir  string
+	err  error
+	n    atomic.Int64
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.s != nil {
+		shared.s.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+type fixture struct {
+	az    *azuritetest.Server
+	clock *clock
+	opts  quota.Options
+}
+
+// setup is a store's options on a table of the test's own, in the shared
+// Azurite.
+func setup(t testing.TB, user, tenant int64) *fixture {
+	t.Helper()
+	azuritetest.Need(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "azurite")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		shared.s, shared.err = azuritetest.Launch(dir)
+	})
+	require.NoError(t, shared.err)
+	return setupOn(t, shared.s, user, tenant)
+}
+
+func setupOn(t testing.TB, az *azuritetest.Server, user, tenant int64) *fixture {
+	t.Helper()
+	u, err := url.Parse(az.Endpoint)
+	require.NoError(t, err)
+	f := &fixture{az: az, clock: newClock(time.Date(2026, 12, 1, 18, 48, 0, 0, time.UTC))}
+	table := "usage" + strconv.FormatInt(shared.n.Add(1), 10)
+	f.opts = quota.Options{Endpoint: u, Table: table, UserDailyTokens: user, TenantMonthlyTokens: tenant, Now: f.clock.Now}
+	return f
+}
+
+// store is one instance's store: each has its own client and connections.
+func (f *fixture) store(t testing.TB) *quota.Store {
+	t.Helper()
+	s, err := quota.New(f.opts)
+	require.NoError(t, err)
+	return s
+}
+
+func (f *fixture) request(id string, prompt, completion int) quota.Request {
+	return quota.Request{ID: id, OID: "user-1", TID: "tenant-1", Deployment: "gpt-4o-mini", Prompt: prompt, MaxCompletion: completion, Deadline: f.clock.Now().Add(200 * time.Second)}
+}
+
+func TestReserveThenSettle(t *testing.T) {
+	f := setup(t, 10_000, 1_000_000)
+	s := f.store(t)
+	ctx := t.Context()
+
+	res, err := s.Reserve(ctx, f.request("r1", 300, 1024))
+	require.NoError(t, err)
+	assert.Equal(t, 1024, res.Completion)
+	assert.EqualValues(t, 1324, res.Tokens)
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	require.NotNil(t, u.UserDay)
+	require.NotNil(t, u.TenantMonth)
+	assert.Equal(t, quota.Window{Used: 0, Reserved: 1324, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, *u.UserDay)
+	assert.Equal(t, quota.Window{Used: 0, Reserved: 1324, Limit: 1_000_000, ResetsAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}, *u.TenantMonth)
+
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 200, Abandoned: 40, Status: 200}))
+	u, err = s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 540, u.UserDay.Used, "prompt, completion and abandoned tokens are charged")
+	assert.EqualValues(t, 0, u.UserDay.Reserved, "the rest is released")
+	assert.EqualValues(t, 540, u.TenantMonth.Used)
+
+	// Settling again (a retried settlement) charges nothing more.
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 200, Abandoned: 40, Status: 200}))
+	u, err = s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 540, u.UserDay.Used)
+
+	// Another user of the tenant has a day of their own, and the tenant's month.
+	u, err = s.Usage(ctx, "user-2", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, u.UserDay.Used)
+	assert.EqualValues(t, 540, u.TenantMonth.Used)
+
+	// A request id names one request.
+	_, err = s.Reserve(ctx, f.request("r1", 10, 10))
+	assert.ErrorIs(t, err, quota.ErrDuplicate)
+}
+
+// TestSettleAfterTheRequestEnded: a request cut by its deadline (or whose
+// caller went away) was billed all the same: its settlement still runs.
+func TestSettleAfterTheRequestEnded(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s := f.store(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	res, err := s.Reserve(ctx, f.request("cut", 100, 500))
+	require.NoError(t, err)
+	cancel()
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 100, Completion: 20, Abandoned: 80, Status: 500}))
+	u, err := s.Usage(t.Context(), "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, u.UserDay.Used)
+	assert.EqualValues(t, 0, u.UserDay.Reserved)
+}
+
+func TestLedgerRowPerRequest(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("req-42", 100, 500))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 101, Completion: 77, Abandoned: 3, Status: 200}))
+
+	// What an admin's query reads: the tenant's month, one user's rows.
+	table := adminTable(t, f)
+	filter := "PartitionKey eq 'tenant-1_2026-12' and Oid eq 'user-1'"
+	pager := table.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
+	var rows []map[string]any
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		require.NoError(t, err)
+		for _, e := range page.Entities {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(e, &m))
+			rows = append(rows, m)
+		}
+	}
+	require.Len(t, rows, 1)
+	row := rows[0]
+	assert.Equal(t, "req_req-42", row["RowKey"])
+	assert.Equal(t, "req-42", row["RequestId"])
+	assert.Equal(t, "tenant-1", row["Tid"])
+	assert.Equal(t, "gpt-4o-mini", row["Deployment"])
+	assert.Equal(t, "settled", row["State"])
+	assert.EqualValues(t, 101, row["PromptTokens"])
+	assert.EqualValues(t, 77, row["CompletionTokens"])
+	assert.EqualValues(t, 3, row["AbandonedTokens"])
+	assert.EqualValues(t, 200, row["Status"])
+	assert.Equal(t, "181", row["Charged"])
+	assert.Equal(t, "2026-12-01T18:48:00Z", row["SettledAt"])
+}
+
+func adminTable(t *testing.T, f *fixture) *aztables.Client {
+	t.Helper()
+	cred, err := aztables.NewSharedKeyCredential(quota.DevelopmentAccount, quota.DevelopmentKey)
+	require.NoError(t, err)
+	svc, err := aztables.NewServiceClientWithSharedKey(f.az.Endpoint, cred, nil)
+	require.NoError(t, err)
+	return svc.NewClient(f.opts.Table)
+}
+
+func TestLowerCompletionLimitWhenTheWholeDoesNotFit(t *testing.T) {
+	f := setup(t, 1_000, 0)
+	f.opts.MinAnswer = 100
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("a", 200, 500))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 200, Completion: 500, Status: 200}))
+
+	// 300 left: a 100-token prompt gets 200 of its 500, not a refusal.
+	res, err = s.Reserve(ctx, f.request("b", 100, 500))
+	require.NoError(t, err)
+	assert.Equal(t, 200, res.Completion)
+	assert.EqualValues(t, 300, res.Tokens)
+
+	// Nothing left: refused, naming the limit and its reset.
+	_, err = s.Reserve(ctx, f.request("c", 100, 500))
+	var exceeded *quota.ExceededError
+	require.ErrorAs(t, err, &exceeded)
+	assert.Equal(t, quota.UserDay, exceeded.Limit)
+	assert.EqualValues(t, 1_000, exceeded.Size)
+	assert.Equal(t, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), exceeded.ResetsAt)
+	assert.Equal(t, 5*time.Hour+12*time.Minute, exceeded.RetryAfter())
+	assert.Equal(t, "Your daily limit of 1,000 tokens is used up. It resets at 00:00 UTC, in 5 h 12 min.", exceeded.Message())
+}
+
+// TestConcurrentReservationsNeverExceedTheLimit: 50 requests of one user at
+// once, through two stores that share nothing but the table (two
+// instances): every one is granted or refused as exceeded, none is lost,
+// and the settled usage never exceeds the limit.
+func TestConcurrentReservationsNeverExceedTheLimit(t *testing.T) {
+	const limit, prompt, completion = 3_000, 100, 200
+	f := setup(t, limit, 1_000_000)
+	f.opts.MinAnswer = completion // whole or nothing: each granted request holds 300
+	instances := []*quota.Store{f.store(t), f.store(t)}
+	ctx := t.Context()
+
+	var granted, refused atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			s := instances[i%2]
+			res, err := s.Reserve(ctx, f.request("c"+string(rune('A'+i/26))+string(rune('a'+i%26)), prompt, completion))
+			var exceeded *quota.ExceededError
+			switch {
+			case errors.As(err, &exceeded):
+				refused.Add(1)
+				return
+			case err != nil:
+				errs <- err
+				return
+			}
+			granted.Add(1)
+			// The other instance settles half of them.
+			if i%4 < 2 {
+				s = instances[(i+1)%2]
+			}
+			if err := s.Settle(ctx, res, quota.Billed{Prompt: prompt, Completion: completion, Status: 200}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	u, err := instances[0].Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 50, granted.Load()+refused.Load(), "every request is granted or refused")
+	assert.LessOrEqual(t, u.UserDay.Used, int64(limit), "settled usage never exceeds the limit")
+	assert.EqualValues(t, granted.Load()*(prompt+completion), u.UserDay.Used, "every granted request is charged")
+	assert.EqualValues(t, u.UserDay.Used, u.TenantMonth.Used)
+	assert.EqualValues(t, 0, u.UserDay.Reserved)
+	assert.Positive(t, refused.Load())
+	assert.EqualValues(t, limit/(prompt+completion), granted.Load(), "the limit is used to the full")
+}
+
+// TestCrashedReservationLapsesAtItsExpiry: a reservation never settled (its
+// instance was killed) holds its tokens until its request's deadline plus
+// the grace, then frees them by itself.
+func TestCrashedReservationLapsesAtItsExpiry(t *testing.T) {
+	f := setup(t, 1_000, 0)
+	crashed, survivor := f.store(t), f.store(t)
+	ctx := t.Context()
+	req := f.request("crashed", 100, 900)
+	_, err := crashed.Reserve(ctx, req)
+	require.NoError(t, err)
+
+	_, err = survivor.Reserve(ctx, f.request("while-held", 100, 900))
+	var exceeded *quota.ExceededError
+	require.ErrorAs(t, err, &exceeded, "the crashed request's hold counts until it lapses")
+
+	f.clock.set(req.Deadline.Add(quota.Grace).Add(10 * time.Second))
+	u, err := survivor.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, u.UserDay.Reserved)
+	assert.EqualValues(t, 0, u.UserDay.Used)
+	res, err := survivor.Reserve(ctx, f.request("after", 100, 900))
+	require.NoError(t, err)
+	assert.Equal(t, 900, res.Completion)
+}
+
+// TestLateSettlementNeverExceedsTheLimit: a settlement that comes after its
+// hold lapsed, when others have taken the window meanwhile, charges only
+// what is left.
+func TestLateSettlementNeverExceedsTheLimit(t *testing.T) {
+	f := setup(t, 1_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	req := f.request("slow", 100, 900)
+	slow, err := s.Reserve(ctx, req)
+	require.NoError(t, err)
+	f.clock.set(req.Deadline.Add(quota.Grace).Add(10 * time.Second))
+	other, err := s.Reserve(ctx, f.request("other", 100, 600))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, other, quota.Billed{Prompt: 100, Completion: 600, Status: 200}))
+	require.NoError(t, s.Settle(ctx, slow, quota.Billed{Prompt: 100, Completion: 900, Status: 200}))
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1_000, u.UserDay.Used)
+}
+
+// TestWindowRollsOverAtUTCMidnight: a day used up at 23:59:50 UTC is a new
+// day ten seconds later; the tenant's month rolls over on the first.
+func TestWindowRollsOverAtUTCMidnight(t *testing.T) {
+	f := setup(t, 1_000, 5_000)
+	f.clock.set(time.Date(2026, 12, 31, 23, 59, 50, 0, time.UTC))
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("late", 500, 500))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 500, Completion: 500, Status: 200}))
+	_, err = s.Reserve(ctx, f.request("refused", 10, 10))
+	var exceeded *quota.ExceededError
+	require.ErrorAs(t, err, &exceeded)
+	assert.Equal(t, 10*time.Second, exceeded.RetryAfter())
+	assert.Equal(t, "Your daily limit of 1,000 tokens is used up. It resets at 00:00 UTC, in 1 min.", exceeded.Message())
+
+	f.clock.add(11 * time.Second) // 2027-01-01 00:00:01 UTC
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.Equal(t, quota.Window{Limit: 1_000, ResetsAt: time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)}, *u.UserDay)
+	assert.Equal(t, quota.Window{Limit: 5_000, ResetsAt: time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)}, *u.TenantMonth)
+	_, err = s.Reserve(ctx, f.request("early", 500, 500))
+	require.NoError(t, err)
+}
+
+// TestStoreStoppedIsUnavailableFast: a store that stops answering mid-run
+// is an *UnavailableError at once, not a wait.
+func TestStoreStoppedIsUnavailableFast(t *testing.T) {
+	f := setupOn(t, azuritetest.Start(t), 1_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	_, err := s.Reserve(ctx, f.request("before", 10, 10))
+	require.NoError(t, err)
+	f.az.Stop()
+
+	start := time.Now()
+	_, err = s.Reserve(ctx, f.request("after", 10, 10))
+	elapsed := time.Since(start)
+	var unavailable *quota.UnavailableError
+	require.ErrorAs(t, err, &unavailable)
+	assert.Equal(t, "reserve", unavailable.Op)
+	assert.Equal(t, quota.UnavailableRetryAfter, unavailable.RetryAfter())
+	assert.Less(t, elapsed, 2*time.Second, "a refused connection is answered at once (an upper bound: a real socket)")
+	_, err = s.Usage(ctx, "user-1", "tenant-1")
+	assert.ErrorAs(t, err, &unavailable)
+}
