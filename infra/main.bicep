@@ -79,6 +79,12 @@ param materialInFlightMb string = '640'
 @description('MIN_UPSTREAM_TIME: the least time left for the Azure OpenAI call; less, and the answer is 500 deadline_exceeded without a call.')
 param minUpstreamTime string = '3s'
 
+@description('LONG_ANSWERS: background (answers longer than the budget run in the Responses API background mode and are delivered across hops, where the model supports it) or off.')
+param longAnswers string = 'background'
+
+@description('LONG_ANSWER_LIMIT: the longest a long answer may run across its hops; then it is cancelled upstream.')
+param longAnswerLimit string = '30m'
+
 @description('LOG_LEVEL: debug, info, warn or error.')
 param logLevel string = 'info'
 
@@ -250,6 +256,8 @@ module api 'app/api.bicep' = {
     extractTimeout: extractTimeout
     materialInFlightMb: materialInFlightMb
     minUpstreamTime: minUpstreamTime
+    longAnswers: longAnswers
+    longAnswerLimit: longAnswerLimit
     logLevel: logLevel
     authMode: authMode
     authAudience: authAudience

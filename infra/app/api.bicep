@@ -29,6 +29,8 @@ param fetchTimeout string
 param extractTimeout string
 param materialInFlightMb string
 param minUpstreamTime string
+param longAnswers string
+param longAnswerLimit string
 param logLevel string
 param authMode string
 param authAudience string
@@ -87,6 +89,8 @@ var handlerSettings = {
   EXTRACT_TIMEOUT: extractTimeout
   MATERIAL_IN_FLIGHT_MB: materialInFlightMb
   MIN_UPSTREAM_TIME: minUpstreamTime
+  LONG_ANSWERS: longAnswers
+  LONG_ANSWER_LIMIT: longAnswerLimit
   LOG_LEVEL: logLevel
   AUTH_MODE: authMode
   AUTH_AUDIENCE: authAudience

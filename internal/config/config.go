@@ -104,6 +104,16 @@ type Config struct {
 	// Quota is what callers may spend, and where it is counted (QUOTA_*).
 	Quota Quota
 
+	// LongAnswers is how an answer longer than Budget is delivered
+	// (LONG_ANSWERS: LongAnswersBackground, the default, or
+	// LongAnswersOff). See Background.
+	LongAnswers string
+	// LongAnswerLimit is the longest a long answer may run, from the start
+	// of its generation across all its hops (LONG_ANSWER_LIMIT, default
+	// 30m, from REQUEST_BUDGET to 24h): then its generation is cancelled
+	// upstream and its cursor no longer works.
+	LongAnswerLimit time.Duration
+
 	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
 
@@ -111,6 +121,28 @@ type Config struct {
 	// sentence naming the setting; run logs each at start-up. None means
 	// every setting was taken as written.
 	Warnings []string
+}
+
+// The values of LONG_ANSWERS.
+const (
+	// LongAnswersBackground runs a generation in the Responses API's
+	// background mode where the deployment's model supports it
+	// (modelfacts' Background), delivered across hops.
+	LongAnswersBackground = "background"
+	// LongAnswersOff keeps Chat Completions for every deployment: an
+	// answer ends at the budget.
+	LongAnswersOff = "off"
+)
+
+// maxLongAnswerLimit caps LONG_ANSWER_LIMIT: a caller follows a long
+// answer hop by hop, and none waits a day for one.
+const maxLongAnswerLimit = 24 * time.Hour
+
+// Background reports whether answers run in the Responses API's background
+// mode, across hops: LONG_ANSWERS is background and the deployment's model
+// supports it. Every other deployment keeps Chat Completions.
+func (c Config) Background() bool {
+	return c.LongAnswers == LongAnswersBackground && modelfacts.Lookup(c.Deployment).Background
 }
 
 // Load reads and validates the configuration from getenv. It returns every
@@ -230,6 +262,19 @@ func Load(getenv func(string) string) (Config, error) {
 
 	c.Auth = loadAuth(get, bad)
 	c.Quota = loadQuota(get, bad)
+
+	switch v := strings.ToLower(get("LONG_ANSWERS")); v {
+	case "", LongAnswersBackground:
+		c.LongAnswers = LongAnswersBackground
+	case LongAnswersOff:
+		c.LongAnswers = LongAnswersOff
+	default:
+		bad("LONG_ANSWERS", "%q must be background or off", v)
+	}
+	c.LongAnswerLimit = duration("LONG_ANSWER_LIMIT", 30*time.Minute)
+	if c.LongAnswerLimit < c.Budget || c.LongAnswerLimit > maxLongAnswerLimit {
+		bad("LONG_ANSWER_LIMIT", "%s must be from REQUEST_BUDGET (%s) to %s", c.LongAnswerLimit, c.Budget, maxLongAnswerLimit)
+	}
 
 	switch v := strings.ToLower(get("LOG_LEVEL")); v {
 	case "", "info":

@@ -37,6 +37,32 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, slog.LevelInfo, c.LogLevel)
 	assert.Equal(t, 15*time.Second, c.FetchTimeout)
 	assert.Equal(t, 15*time.Second, c.ExtractTimeout)
+	assert.Equal(t, config.LongAnswersBackground, c.LongAnswers)
+	assert.Equal(t, 30*time.Minute, c.LongAnswerLimit)
+}
+
+// Long answers run in background mode where the model supports it, unless
+// LONG_ANSWERS=off; a chat model keeps Chat Completions either way.
+func TestBackgroundWhereTheModelSupportsIt(t *testing.T) {
+	tests := []struct {
+		deployment, setting string
+		want                bool
+	}{
+		{"o3", "", true},
+		{"gpt-5-mini", "background", true},
+		{"gpt-5-mini", "off", false},
+		{"o1-mini", "", false},
+		{"gpt-4o-mini", "", false},
+		{"gpt-4o-mini", "background", false},
+		{"prod-chat", "", false},
+	}
+	for _, tt := range tests {
+		kv := valid()
+		kv["AZURE_OPENAI_DEPLOYMENT"], kv["LONG_ANSWERS"] = tt.deployment, tt.setting
+		c, err := config.Load(env(kv))
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, c.Background(), "%s with LONG_ANSWERS=%q", tt.deployment, tt.setting)
+	}
 }
 
 func TestAcceptsEverySetting(t *testing.T) {
@@ -51,6 +77,8 @@ func TestAcceptsEverySetting(t *testing.T) {
 	kv["ALLOWED_ORIGINS"] = "https://*.sharepoint.com, http://localhost:5173"
 	kv["DEPLOYMENT_TPM"] = "30000"
 	kv["LOG_LEVEL"] = "debug"
+	kv["LONG_ANSWERS"] = "off"
+	kv["LONG_ANSWER_LIMIT"] = "2h"
 	c, err := config.Load(env(kv))
 	require.NoError(t, err)
 	assert.Equal(t, 7777, c.Port)
@@ -61,6 +89,8 @@ func TestAcceptsEverySetting(t *testing.T) {
 	assert.Equal(t, "cl100k_base", c.Encoding)
 	assert.Equal(t, 30000, c.TPM)
 	assert.Equal(t, slog.LevelDebug, c.LogLevel)
+	assert.Equal(t, config.LongAnswersOff, c.LongAnswers)
+	assert.Equal(t, 2*time.Hour, c.LongAnswerLimit)
 }
 
 // The deployment's model name sets the context window and tokenizer
@@ -116,6 +146,10 @@ func TestRefusesEachInvalidSetting(t *testing.T) {
 		{"fetch timeout unparseable", "FETCH_TIMEOUT", "15"},
 		{"extract timeout zero", "EXTRACT_TIMEOUT", "0s"},
 		{"upstream attempts zero", "UPSTREAM_MAX_ATTEMPTS", "0"},
+		{"long answers unknown", "LONG_ANSWERS", "forever"},
+		{"long answer limit below the budget", "LONG_ANSWER_LIMIT", "100s"},
+		{"long answer limit over a day", "LONG_ANSWER_LIMIT", "25h"},
+		{"long answer limit unparseable", "LONG_ANSWER_LIMIT", "30"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

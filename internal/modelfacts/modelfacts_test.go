@@ -18,33 +18,36 @@ func TestLookup(t *testing.T) {
 		encoding   string
 		tokenField string
 		reasoning  bool
+		background bool
 	}{
-		{"gpt-4o", 128_000, 0, "o200k_base", "max_tokens", false},
-		{"gpt-4o-mini", 128_000, 0, "o200k_base", "max_tokens", false},
-		{"GPT-4o-Prod", 128_000, 0, "o200k_base", "max_tokens", false},
-		{"gpt-4", 8_192, 0, "cl100k_base", "max_tokens", false},
-		{"gpt-4-0613", 8_192, 0, "cl100k_base", "max_tokens", false},
-		{"gpt-4-32k", 32_768, 0, "cl100k_base", "max_tokens", false},
-		{"gpt-4-turbo", 128_000, 0, "cl100k_base", "max_tokens", false},
-		{"gpt-35-turbo", 16_385, 0, "cl100k_base", "max_tokens", false},
-		{"gpt-4.1", 300_000, 0, "o200k_base", "max_tokens", false},
-		{"gpt-4.1-nano", 300_000, 0, "o200k_base", "max_tokens", false},
-		{"gpt-5", 400_000, 272_000, "o200k_base", "max_completion_tokens", true},
-		{"gpt-5-mini", 400_000, 272_000, "o200k_base", "max_completion_tokens", true},
-		{"gpt-5.1", 400_000, 272_000, "o200k_base", "max_completion_tokens", true},
-		{"gpt-5-chat", 128_000, 0, "o200k_base", "max_completion_tokens", false},
-		{"gpt-5.2-chat", 128_000, 111_616, "o200k_base", "max_completion_tokens", true},
-		{"gpt-5.4", 1_050_000, 922_000, "o200k_base", "max_completion_tokens", true},
-		{"gpt-5.4-mini", 400_000, 272_000, "o200k_base", "max_completion_tokens", true},
-		{"o1", 200_000, 0, "o200k_base", "max_completion_tokens", true},
-		{"o1-mini", 128_000, 0, "o200k_base", "max_completion_tokens", true},
-		{"o3-mini", 200_000, 0, "o200k_base", "max_completion_tokens", true},
-		{"o4-mini", 200_000, 0, "o200k_base", "max_completion_tokens", true},
-		{"my-deployment", 128_000, 0, "o200k_base", "max_tokens", false},
+		{"gpt-4o", 128_000, 0, "o200k_base", "max_tokens", false, false},
+		{"gpt-4o-mini", 128_000, 0, "o200k_base", "max_tokens", false, false},
+		{"GPT-4o-Prod", 128_000, 0, "o200k_base", "max_tokens", false, false},
+		{"gpt-4", 8_192, 0, "cl100k_base", "max_tokens", false, false},
+		{"gpt-4-0613", 8_192, 0, "cl100k_base", "max_tokens", false, false},
+		{"gpt-4-32k", 32_768, 0, "cl100k_base", "max_tokens", false, false},
+		{"gpt-4-turbo", 128_000, 0, "cl100k_base", "max_tokens", false, false},
+		{"gpt-35-turbo", 16_385, 0, "cl100k_base", "max_tokens", false, false},
+		{"gpt-4.1", 300_000, 0, "o200k_base", "max_tokens", false, false},
+		{"gpt-4.1-nano", 300_000, 0, "o200k_base", "max_tokens", false, false},
+		{"gpt-5", 400_000, 272_000, "o200k_base", "max_completion_tokens", true, true},
+		{"gpt-5-mini", 400_000, 272_000, "o200k_base", "max_completion_tokens", true, true},
+		{"gpt-5.1", 400_000, 272_000, "o200k_base", "max_completion_tokens", true, true},
+		{"gpt-5-chat", 128_000, 0, "o200k_base", "max_completion_tokens", false, false},
+		{"gpt-5.2-chat", 128_000, 111_616, "o200k_base", "max_completion_tokens", true, true},
+		{"gpt-5.4", 1_050_000, 922_000, "o200k_base", "max_completion_tokens", true, true},
+		{"gpt-5.4-mini", 400_000, 272_000, "o200k_base", "max_completion_tokens", true, true},
+		{"o1", 200_000, 0, "o200k_base", "max_completion_tokens", true, true},
+		{"o1-mini", 128_000, 0, "o200k_base", "max_completion_tokens", true, false},
+		{"o3-mini", 200_000, 0, "o200k_base", "max_completion_tokens", true, true},
+		{"o4-mini", 200_000, 0, "o200k_base", "max_completion_tokens", true, true},
+		{"o1-preview", 128_000, 0, "o200k_base", "max_completion_tokens", true, false},
+		{"codex-mini", 200_000, 0, "o200k_base", "max_completion_tokens", true, false},
+		{"my-deployment", 128_000, 0, "o200k_base", "max_tokens", false, false},
 	}
 	for _, tt := range tests {
 		f := modelfacts.Lookup(tt.name)
-		assert.Equal(t, modelfacts.Facts{ContextWindow: tt.window, InputLimit: tt.input, Encoding: tt.encoding, TokenField: tt.tokenField, Reasoning: tt.reasoning}, f, tt.name)
+		assert.Equal(t, modelfacts.Facts{ContextWindow: tt.window, InputLimit: tt.input, Encoding: tt.encoding, TokenField: tt.tokenField, Reasoning: tt.reasoning, Background: tt.background}, f, tt.name)
 	}
 }
 
