@@ -22,7 +22,26 @@ const (
 	KindMalformed Kind = "malformed"
 	KindThrottle  Kind = "throttle"
 	KindFilter    Kind = "filter"
+
+	// The Responses API's own (responses.go): they shape a generation, and
+	// a Chat Completions request ignores them.
+	KindLong       Kind = "long"
+	KindStale      Kind = "stale"
+	KindRace       Kind = "race"
+	KindKeepalive  Kind = "keepalive"
+	KindError      Kind = "error"
+	KindFailed     Kind = "failed"
+	KindIncomplete Kind = "incomplete"
 )
+
+// responsesOnly reports whether k shapes only a Responses API generation.
+func (k Kind) responsesOnly() bool {
+	switch k {
+	case KindLong, KindStale, KindRace, KindKeepalive, KindError, KindFailed, KindIncomplete:
+		return true
+	}
+	return false
+}
 
 // Directive is one parsed `[[sim:<kind> key=value ...]]` instruction. The
 // zero value is no directive.
@@ -59,6 +78,22 @@ type Directive struct {
 	// fault strikes (0: right after the stream's first, annotation-only
 	// chunks).
 	Tokens int
+	// Span is a long directive's length of the whole generation, or a
+	// stale directive's age past which a response's stream can no longer
+	// be resumed (key s, whole seconds).
+	Span time.Duration
+	// Every is a keepalive directive's interval (key every, in ms): a
+	// keepalive event is sent each time that long passes without another.
+	Every time.Duration
+	// Nested makes an error directive send the nested shape of the error
+	// event ({"type":"error","error":{...}}) instead of the flat one (key
+	// shape=nested|flat, default flat).
+	Nested bool
+	// On names the Responses API call a status, throttle, reset or hang
+	// directive strikes (key on=create|resume|retrieve|cancel, default
+	// create): a directive in a generation's input can so fail the calls
+	// that follow it.
+	On string
 }
 
 const (
@@ -93,7 +128,21 @@ var kindKeys = map[Kind]struct {
 	KindMalformed: {},
 	KindThrottle:  {extra: []string{"s"}},
 	KindFilter:    {extra: []string{"part"}, midStream: true},
+
+	KindLong:       {extra: []string{"s"}, required: true},
+	KindStale:      {extra: []string{"s"}, required: true},
+	KindRace:       {},
+	KindKeepalive:  {extra: []string{"every"}, required: true},
+	KindError:      {extra: []string{"shape"}, midStream: true},
+	KindFailed:     {midStream: true},
+	KindIncomplete: {midStream: true},
 }
+
+// onKeys are the kinds that take on=, and the calls it may name.
+var (
+	onKinds = []Kind{KindStatus, KindThrottle, KindReset, KindHang}
+	onCalls = []string{"create", "resume", "retrieve", "cancel"}
+)
 
 // FindDirective returns the last directive in text, reporting false when
 // there is none. A directive that is present but malformed is an error, so a
@@ -110,6 +159,30 @@ func FindDirective(text string) (Directive, bool, error) {
 	}
 	d, err := ParseDirective(rest[:j])
 	return d, true, err
+}
+
+// FindDirectives returns every directive in text, in order: a Responses
+// API generation takes several at once (a long one, with keepalives, whose
+// resume is refused). A malformed one is an error, as for FindDirective.
+func FindDirectives(text string) ([]Directive, error) {
+	var out []Directive
+	for {
+		i := strings.Index(text, directiveOpen)
+		if i < 0 {
+			return out, nil
+		}
+		rest := text[i+len(directiveOpen):]
+		j := strings.Index(rest, directiveClose)
+		if j < 0 {
+			return nil, fmt.Errorf("directive %q: %w: no closing ]]", clip(text[i:]), errSyntax)
+		}
+		d, err := ParseDirective(rest[:j])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+		text = rest[j+len(directiveClose):]
+	}
 }
 
 // ParseDirective parses the inside of a directive, "<kind> key=value ...",
@@ -134,7 +207,7 @@ func ParseDirective(s string) (Directive, error) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s given twice", clip(s), errSyntax, clip(k))
 		}
 		seen[k] = true
-		if !slices.Contains([]string{"after", "times", "id"}, k) && !slices.Contains(spec.extra, k) && (k != "tokens" || !spec.midStream) {
+		if !slices.Contains([]string{"after", "times", "id"}, k) && !slices.Contains(spec.extra, k) && (k != "tokens" || !spec.midStream) && (k != "on" || !slices.Contains(onKinds, d.Kind)) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
 		}
 		if k == "part" {
@@ -142,6 +215,22 @@ func ParseDirective(s string) (Directive, error) {
 				return Directive{}, fmt.Errorf("directive %q: %w: part=%q is not prompt or completion", clip(s), errValue, clip(v))
 			}
 			d.Completion = v == "completion"
+			continue
+		}
+		if k == "on" {
+			if !slices.Contains(onCalls, v) {
+				return Directive{}, fmt.Errorf("directive %q: %w: on=%q is not create, resume, retrieve or cancel", clip(s), errValue, clip(v))
+			}
+			if v != "create" {
+				d.On = v
+			}
+			continue
+		}
+		if k == "shape" {
+			if v != "flat" && v != "nested" {
+				return Directive{}, fmt.Errorf("directive %q: %w: shape=%q is not flat or nested", clip(s), errValue, clip(v))
+			}
+			d.Nested = v == "nested"
 			continue
 		}
 		if k == "id" {
@@ -165,7 +254,7 @@ func ParseDirective(s string) (Directive, error) {
 				return Directive{}, fmt.Errorf("directive %q: %w: code=%d is not 400..599", clip(s), errValue, n)
 			}
 			d.Code = n
-		case "after", "ms", "retry-ms":
+		case "after", "ms", "retry-ms", "every":
 			w := time.Duration(n) * time.Millisecond
 			if n > int(maxDirectiveWait/time.Millisecond) {
 				return Directive{}, fmt.Errorf("directive %q: %w: %s=%d is over %v", clip(s), errValue, k, n, maxDirectiveWait)
@@ -175,6 +264,11 @@ func ParseDirective(s string) (Directive, error) {
 				d.After = w
 			case "ms":
 				d.Delay = w
+			case "every":
+				if n == 0 {
+					return Directive{}, fmt.Errorf("directive %q: %w: every=0", clip(s), errValue)
+				}
+				d.Every = w
 			default:
 				d.RetryAfter = w
 			}
@@ -182,7 +276,11 @@ func ParseDirective(s string) (Directive, error) {
 			if n > int(maxDirectiveWait/time.Second) {
 				return Directive{}, fmt.Errorf("directive %q: %w: s=%d is over %v", clip(s), errValue, n, maxDirectiveWait)
 			}
-			d.RetryAfter = time.Duration(n) * time.Second
+			if d.Kind == KindLong || d.Kind == KindStale {
+				d.Span = time.Duration(n) * time.Second
+			} else {
+				d.RetryAfter = time.Duration(n) * time.Second
+			}
 		}
 	}
 	if d.Kind == KindFilter && d.MidStream {
@@ -227,6 +325,17 @@ func (d Directive) String() string {
 		if d.Completion {
 			b.WriteString(" part=completion")
 		}
+	case KindLong, KindStale:
+		fmt.Fprintf(&b, " s=%d", int64(d.Span/time.Second))
+	case KindKeepalive:
+		fmt.Fprintf(&b, " every=%d", d.Every.Milliseconds())
+	case KindError:
+		if d.Nested {
+			b.WriteString(" shape=nested")
+		}
+	}
+	if d.On != "" {
+		fmt.Fprintf(&b, " on=%s", d.On)
 	}
 	if d.MidStream {
 		fmt.Fprintf(&b, " tokens=%d", d.Tokens)

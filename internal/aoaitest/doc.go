@@ -13,6 +13,11 @@
 //     deployments API. Without api-version, and for every other path or
 //     method, the answer is 404 {"error":{"code":"404","message":"Resource
 //     not found"}}.
+//   - POST /openai/v1/responses, GET /openai/v1/responses/{id} (with
+//     ?stream=true&starting_after=N, a resume), POST
+//     /openai/v1/responses/{id}/cancel, DELETE /openai/v1/responses/{id}:
+//     the Responses API, whose background generations run on when their
+//     call ends (responses.go, generation.go).
 //
 // # Order of checks
 //

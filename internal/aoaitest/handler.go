@@ -42,7 +42,9 @@ type exchange struct {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := Record{
+		Method:          r.Method,
 		Path:            r.URL.Path,
+		Query:           r.URL.RawQuery,
 		RequestID:       newUUID(),
 		ClientRequestID: r.Header.Get("x-ms-client-request-id"),
 		Start:           start,
@@ -62,6 +64,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = ex.conn.Close()
 		}
 	}()
+	if strings.HasPrefix(r.URL.Path, responsesPath) {
+		ex.serveResponses()
+		return
+	}
 	ex.serve()
 }
 
@@ -85,6 +91,11 @@ func (ex *exchange) serve() {
 		if ok {
 			d = found
 		}
+	}
+	if d.Kind.responsesOnly() || d.On != "" {
+		// The Responses API's own: a chat completion has no generation
+		// for them to shape.
+		d = Directive{}
 	}
 	counter, err := ex.s.counter(ex.model)
 	if err != nil {

@@ -82,14 +82,22 @@ type Stats struct {
 	Reset int
 	// Throttled counts 429 answers (limiter and throttle directive).
 	Throttled int
-	// PromptTokens and CompletionTokens sum the usage of 200 answers.
+	// PromptTokens and CompletionTokens sum the usage of 200 answers, and
+	// of Responses API generations that completed (or ended incomplete),
+	// once each, however many calls streamed them.
 	PromptTokens, CompletionTokens int
+	// Generations counts Responses API responses created.
+	Generations int
 }
 
 // Record describes one request as the Server saw it.
 type Record struct {
-	// Path is the URL path requested.
-	Path string
+	// Method is the request's method; Path its URL path, Query its raw
+	// query ("stream=true&starting_after=12" on a resume).
+	Method, Path, Query string
+	// ResponseID is the Responses API response the request created or
+	// named; empty for Chat Completions.
+	ResponseID string
 	// Deployment is the deployment named by the path or, on the v1 path,
 	// the body's model; empty when the request got no further than routing.
 	Deployment string
@@ -133,6 +141,8 @@ type Server struct {
 	counts   map[string]*tokens.Counter
 	stats    Stats
 	records  []Record
+	gens     map[string]*generation // Responses API responses, by id
+	genOrder []string               // their ids, oldest first
 }
 
 // New returns a Server configured by o.
@@ -156,6 +166,7 @@ func New(o Options) *Server {
 		limits:      map[string]*limiter{},
 		counters:    map[string]int{},
 		counts:      map[string]*tokens.Counter{},
+		gens:        map[string]*generation{},
 	}
 }
 
@@ -214,7 +225,9 @@ func (s *Server) finish(rec Record, reset bool) {
 
 	s.log.Info("aoai request",
 		slog.String("request_id", rec.RequestID),
+		slog.String("method", rec.Method),
 		slog.String("path", rec.Path),
+		slog.String("response_id", rec.ResponseID),
 		slog.String("deployment", rec.Deployment),
 		slog.String("auth", rec.Auth),
 		slog.Int("status", rec.Status),

@@ -65,7 +65,8 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		}
 		var s string
 		for _, p := range parts {
-			if p.Type == "text" {
+			// "text" in Chat Completions, "input_text" in the Responses API.
+			if p.Type == "text" || p.Type == "input_text" {
 				s += p.Text
 			}
 		}
