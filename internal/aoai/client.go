@@ -87,8 +87,8 @@ type Request struct {
 	// sends: Messages is then ignored.
 	Passthrough *Passthrough
 	// OnChunk, when set, receives each chunk as Azure OpenAI sent it,
-	// before its text goes to OnDelta (an error event excepted: it ends
-	// the call with an *Error).
+	// before its text goes to OnDelta, on the same goroutine (an error
+	// event excepted: it ends the call with an *Error).
 	OnChunk func(Chunk)
 }
 

@@ -25,10 +25,14 @@ type Passthrough struct {
 }
 
 // Chunk is one chat.completion.chunk of the upstream stream, as Azure
-// OpenAI sent it, handed to Request.OnChunk as it arrives.
+// OpenAI sent it, handed to Request.OnChunk as it arrives, before its text
+// goes to Request.OnDelta.
 type Chunk struct {
 	// Data is the event's data: one JSON object.
 	Data string
+	// Text is the answer's text the chunk adds (what OnDelta is handed
+	// next); empty for most chunks of a tool call.
+	Text string
 	// Usage is true for the chunk that carries only the usage, the last
 	// before [DONE]: this package always asks for it.
 	Usage bool

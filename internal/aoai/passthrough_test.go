@@ -100,3 +100,18 @@ func TestErrorKeepsAzuresObject(t *testing.T) {
 		assert.NotEmpty(t, obj.Innererror.ContentFilterResult)
 	})
 }
+
+// A chunk's text is what OnDelta is handed for it, in the same order.
+func TestChunkTextIsTheDelta(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := client(t, aoai.Options{})
+		var fromChunks, fromDeltas string
+		r := req("Count to 12.")
+		r.OnChunk = func(c aoai.Chunk) { fromChunks += c.Text }
+		r.OnDelta = func(s string) { fromDeltas += s }
+		resp, err := c.Complete(context.Background(), r)
+		require.NoError(t, err)
+		assert.Equal(t, resp.Content, fromChunks)
+		assert.Equal(t, resp.Content, fromDeltas)
+	})
+}

@@ -145,9 +145,6 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 	if c.Usage != nil {
 		d.usage = *c.Usage
 	}
-	if d.onChunk != nil {
-		d.onChunk(Chunk{Data: ev.Data, Usage: c.Usage != nil && len(c.Choices) == 0})
-	}
 	var text string
 	for _, ch := range c.Choices {
 		// One choice is asked for (n defaults to 1); index 0 is the answer.
@@ -155,6 +152,9 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		if ch.FinishReason != "" {
 			d.finish = ch.FinishReason
 		}
+	}
+	if d.onChunk != nil {
+		d.onChunk(Chunk{Data: ev.Data, Text: text, Usage: c.Usage != nil && len(c.Choices) == 0})
 	}
 	return text, false, nil
 }
