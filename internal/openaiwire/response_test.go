@@ -105,3 +105,35 @@ func TestModels(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"object":"list","data":[{"id":"chat","object":"model","created":0,"owned_by":"timebox"},{"id":"gpt-4o-mini","object":"model","created":0,"owned_by":"timebox"}]}`, string(b))
 }
+
+// Azure's content filter verdict (chat_400_content_filter_prompt.json's
+// error object, shortened) passes on as Azure sent it.
+func TestInnerError(t *testing.T) {
+	obj := []byte(`{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400,
+ "innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}}`)
+	assert.JSONEq(t, `{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}`, string(openaiwire.InnerError(obj)))
+	assert.Nil(t, openaiwire.InnerError([]byte(`{"message":"x"}`)))
+	assert.Nil(t, openaiwire.InnerError(nil))
+}
+
+func TestRejected(t *testing.T) {
+	e := openaiwire.Rejected([]byte(`{"message":"Unsupported parameter: 'reasoning_effort' is not supported with this model.","type":"invalid_request_error","param":"reasoning_effort","code":"unsupported_parameter"}`))
+	require.NotNil(t, e)
+	assert.Equal(t, 400, e.Status)
+	assert.Equal(t, "reasoning_effort", e.Param)
+	assert.Equal(t, "unsupported_parameter", e.Code)
+	assert.Nil(t, openaiwire.Rejected([]byte(`{}`)))
+}
+
+func TestTimeout(t *testing.T) {
+	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}})
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Minute, d)
+	d, err = openaiwire.Timeout(http.Header{})
+	require.NoError(t, err)
+	assert.Zero(t, d)
+	for _, bad := range []string{"0", "-1", "1.5", "soon", "86401"} {
+		_, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {bad}})
+		assert.Error(t, err, bad)
+	}
+}
