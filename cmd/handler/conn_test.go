@@ -55,7 +55,7 @@ func startRun(t *testing.T, env map[string]string) *running {
 	stdoutR, stdoutW := io.Pipe()
 	r := &running{upstream: upstream, logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		r.done <- run(ctx, armedNow(), nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
+		r.done <- run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)

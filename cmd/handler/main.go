@@ -4,16 +4,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"syscall"
 )
 
 func main() {
-	stop := notifyStop(os.Interrupt, syscall.SIGTERM)
-	err := run(stop.ctx, stop.armed, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop.release()
-	if err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

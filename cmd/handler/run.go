@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/app"
@@ -21,10 +24,15 @@ var version = "dev"
 
 // run reads the configuration, builds the stack (app.New, the one
 // composition root), listens where the Functions host says, and serves until
-// ctx ends; then it lets requests in flight finish (each is bounded by its
-// budget) and returns. It accepts no connection before armed is closed:
-// main's stop signals (stopSignals) are armed meanwhile.
-func run(ctx context.Context, armed <-chan struct{}, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// ctx ends or the process is asked to stop (the host's SIGTERM, a
+// terminal's Ctrl-C); then it lets requests in flight finish (each is
+// bounded by its budget) and returns.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// Caught before anything is served, so that a stop never kills the
+	// process with a request in flight; a second signal while requests
+	// finish is caught too, until run returns.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if len(args) > 0 {
 		return fmt.Errorf("handler takes no arguments; it is configured by environment (see docs/operations.md)")
 	}
@@ -43,7 +51,6 @@ func run(ctx context.Context, armed <-chan struct{}, args []string, getenv func(
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	<-armed
 	return serve(ctx, ln, cfg, a)
 }
 

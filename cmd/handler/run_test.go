@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,7 +21,9 @@ import (
 )
 
 // run end to end on real sockets: it listens where the host says, serves,
-// and on shutdown lets the request in flight finish before returning.
+// and on the host's stop (SIGTERM, sent here to the test process itself)
+// lets the request in flight finish before returning. Were the signal not
+// caught, its default action would end the test binary.
 func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
 	arrived := make(chan struct{}, 8)
@@ -40,7 +44,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 
@@ -78,7 +82,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		inflight <- result{status: resp.StatusCode, body: string(b)}
 	}()
 	<-arrived // the request is in flight, upstream
-	cancel()  // shut down
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 
 	r := <-inflight
 	require.NoError(t, r.err)
@@ -91,7 +95,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 }
 
 func TestRunRefusesBadConfiguration(t *testing.T) {
-	err := run(context.Background(), armedNow(), nil, func(k string) string {
+	err := run(context.Background(), nil, func(k string) string {
 		return map[string]string{"REQUEST_BUDGET": "240s"}[k]
 	}, io.Discard, io.Discard)
 	require.Error(t, err)
@@ -101,13 +105,13 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 }
 
 func TestRunTakesNoArguments(t *testing.T) {
-	assert.Error(t, run(context.Background(), armedNow(), []string{"--port", "1"}, func(string) string { return "" }, io.Discard, io.Discard))
+	assert.Error(t, run(context.Background(), []string{"--port", "1"}, func(string) string { return "" }, io.Discard, io.Discard))
 }
 
 // easyauth outside Azure would trust X-MS-CLIENT-PRINCIPAL headers anyone can
 // forge: run refuses to start, and says why.
 func TestRunRefusesEasyAuthOutsideAzure(t *testing.T) {
-	err := run(context.Background(), armedNow(), nil, func(k string) string {
+	err := run(context.Background(), nil, func(k string) string {
 		return map[string]string{
 			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
 			"AUTH_MODE": "easyauth",
@@ -143,7 +147,7 @@ func TestRunInEntraMode(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)
@@ -193,7 +197,7 @@ func TestRunWarnsWhenAnonymous(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)
@@ -227,7 +231,7 @@ func TestRunWarnsOfTheEndpointPathItTookOff(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := bufio.NewScanner(stdoutR)

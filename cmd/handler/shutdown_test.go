@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -172,4 +173,22 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 			assert.LessOrEqual(t, l["elapsedMs"], float64((cfg.Budget + budget.AnswerGrace).Milliseconds()), l)
 		}
 	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for run's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

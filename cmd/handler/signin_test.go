@@ -26,7 +26,7 @@ func startHandler(t *testing.T, env map[string]string) (addr string, logs <-chan
 	stdoutR, stdoutW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, armedNow(), nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
 		_ = stdoutW.Close()
 	}()
 	lines := make(chan map[string]any, 64)

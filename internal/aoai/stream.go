@@ -93,7 +93,7 @@ func (l *limited) Read(p []byte) (int, error) {
 // "usage": null). A server failure mid-stream arrives as {"error": {...}}.
 type chatChunk struct {
 	// Strings, not pointers: null reads as "", which is what both mean
-	// here, and a pointer was an allocation per field per token.
+	// here, and a string costs no allocation of its own per token.
 	Choices []struct {
 		Delta struct {
 			Content string `json:"content"`
@@ -106,10 +106,10 @@ type chatChunk struct {
 
 // lenient reads upstream chunks with go-json-experiment/json, letting
 // through what encoding/json did (duplicate names, invalid UTF-8): a chunk
-// is decoded in one pass, where encoding/json validated it first, and
-// decoding chunks was two thirds of a request's CPU (BenchmarkChat). Names
-// match exactly: Azure's are lower case, and folding every unknown name
-// (the content filter results) cost a tenth more.
+// is decoded in one pass, where encoding/json validates it first, and
+// decoding chunks is most of a request's CPU. Names match exactly: Azure's
+// are lower case, and folding would fold every unknown name (the content
+// filter results) too.
 var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // chatDecoder reads a Chat Completions stream.
@@ -118,10 +118,9 @@ type chatDecoder struct {
 	usage   Usage
 	onChunk func(Chunk) // Request.OnChunk
 
-	// Reused from one event to the next: a chunk's bytes and the chunk
-	// decoded from them were two allocations per token, a fifth of all a
-	// request allocates (and so of the collections it costs). Decoded
-	// strings never alias buf (the decoder copies them).
+	// Reused from one event to the next, so that a token costs no
+	// allocation for its bytes or its chunk. Decoded strings never alias
+	// buf (the decoder copies them).
 	buf   []byte
 	chunk chatChunk
 }

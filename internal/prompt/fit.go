@@ -264,8 +264,8 @@ func (f *fitter) countTurns(lo, hi int) {
 }
 
 // parallelBytes is the size of input from which each spreads its work over
-// the processors; below it, goroutines cost more than they save. Counting
-// runs at 2-7 MB/s on one core, so 16 KB is a few milliseconds.
+// the processors; below it, goroutines cost more than they save: counting
+// 16 KB takes a few milliseconds on one core.
 const parallelBytes = 16 << 10
 
 // each calls f(0) ... f(n-1), on up to GOMAXPROCS goroutines when size (the

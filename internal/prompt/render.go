@@ -68,8 +68,8 @@ func render(n int, s Source, maxBytes int) source {
 
 // delimiter matches what a passage could use to pass for the BEGIN or END
 // line of a source: two or more dashes, then BEGIN or END SOURCE, in any case.
-// It is compiled on first use, not at package init, which every start of the
-// handler would pay for (cold start; see init_test.go).
+// It is compiled on first use: package init runs at every start of the
+// handler, whether or not it ever fits a prompt with sources.
 var delimiter = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)-{2,}[ \t]*(?:begin|end)[ \t]+source`)
 })
