@@ -1,4 +1,4 @@
-package tokens_test
+package tokens
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // sample returns about n bytes of one kind of text, the same every time:
@@ -37,14 +35,14 @@ func sample(kind string, n int) string {
 	return b.String()
 }
 
-// BenchmarkTextByKind measures Counter.Text on 64 KB of each kind of text in
+// BenchmarkTextByKind measures Counter.Text on 1 MiB of each kind of text in
 // both encodings, in MB/s and tokens/s.
 func BenchmarkTextByKind(b *testing.B) {
-	for _, enc := range []string{"o200k_base", "cl100k_base"} {
-		c, err := tokens.New(enc)
+	for _, enc := range encodings {
+		c, err := New(enc)
 		require.NoError(b, err)
 		for _, kind := range []string{"prose", "code", "japanese", "punctuation"} {
-			text := sample(kind, 64<<10)
+			text := sample(kind, 1<<20)
 			n := c.Text(text)
 			b.Run(fmt.Sprintf("%s/%s", enc, kind), func(b *testing.B) {
 				b.SetBytes(int64(len(text)))
@@ -54,6 +52,26 @@ func BenchmarkTextByKind(b *testing.B) {
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 				b.ReportMetric(float64(len(text))/float64(n), "bytes/token")
+			})
+		}
+	}
+}
+
+// BenchmarkWorstCase measures Counter.Text on 1 MiB of each worst case
+// (worstCases: one letter, one digit, spaces, one CJK character, random
+// bytes, random lower-case letters), in milliseconds a count.
+func BenchmarkWorstCase(b *testing.B) {
+	for _, enc := range encodings {
+		c, err := New(enc)
+		require.NoError(b, err)
+		for _, w := range worstCases(1 << 20) {
+			b.Run(fmt.Sprintf("%s/%s", enc, w.name), func(b *testing.B) {
+				b.SetBytes(int64(len(w.text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					c.Text(w.text)
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/count")
 			})
 		}
 	}

@@ -32,9 +32,10 @@ type Message struct {
 // use. The zero value is not usable; call New or ForModel.
 //
 // There is nothing to load: the vocabulary is a table in the binary's
-// read-only data (vocab.go). The first count of an encoding in a process
-// checks its table's header and compiles its split pattern (about 0.1 ms);
-// every Counter of that encoding then shares them.
+// read-only data (vocab.go) and the split patterns are code (split.go). The
+// first count of an encoding in a process checks its table's header and
+// looks up its 256 single bytes; every Counter of that encoding then shares
+// them.
 type Counter struct {
 	encoding string
 	codec    func() *bpe
@@ -74,32 +75,38 @@ func ForModel(model string) (*Counter, error) {
 // Encoding returns the name of the Counter's encoding.
 func (c *Counter) Encoding() string { return c.encoding }
 
-// Text returns the number of tokens in s. Invalid UTF-8 is counted as the
-// bytes it is (the tokenizer is byte-level), so it never fails.
+// Text returns the number of tokens in s. Each byte of s that is not part of
+// valid UTF-8 counts as U+FFFD, as tiktoken reads such a string (and as a JSON
+// encoder sends it), so counting never fails.
 func (c *Counter) Text(s string) int { return c.TextContext(context.Background(), s) }
 
 // TextContext is Text that stops once ctx ends, returning what it had
-// counted: callers check ctx.Err() after it. Counting runs at 2-7 MB/s a
-// core, so a long text must not outlive its request.
+// counted: callers check ctx.Err() after it. Counting is linear in the
+// text, but a long text must still not outlive its request.
 func (c *Counter) TextContext(ctx context.Context, s string) int {
+	s, _ = valid(s)
 	n := 0
-	if err := c.codec().each(ctx, s, func(int) { n++ }); err != nil && ctx.Err() == nil {
-		// regexp2 fails only on a match timeout, and none is set.
-		return len(s)
-	}
+	_ = c.codec().each(ctx, s, func(uint32, int) { n++ })
 	return n
 }
 
 // Ends returns where each token of s ends, in bytes from the start of s:
-// cutting s at Ends(s)[k-1] keeps its first k tokens.
+// cutting s at Ends(s)[k-1] keeps its first k tokens. Where s is not valid
+// UTF-8, a token that ends inside the U+FFFD standing for a byte ends before
+// that byte.
 func (c *Counter) Ends(s string) []int { return c.EndsContext(context.Background(), s) }
 
 // EndsContext is Ends that stops once ctx ends (see TextContext).
 func (c *Counter) EndsContext(ctx context.Context, s string) []int {
+	text, ok := valid(s)
 	var ends []int
 	at := 0
-	if err := c.codec().each(ctx, s, func(n int) { at += n; ends = append(ends, at) }); err != nil && ctx.Err() == nil {
-		return nil
+	_ = c.codec().each(ctx, text, func(_ uint32, n int) { at += n; ends = append(ends, at) })
+	if !ok {
+		offsets := inputOffsets(s)
+		for i, end := range ends {
+			ends[i] = offsets[end]
+		}
 	}
 	return ends
 }

@@ -1,12 +1,10 @@
-package tokens_test
+package tokens
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // The recorded exchange in internal/aoaitest/testdata/aoai/chat_200_success_apikey.json
@@ -14,19 +12,19 @@ import (
 const fixturePrompt = "Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."
 
 func TestPromptMatchesRecordedUsage(t *testing.T) {
-	c, err := tokens.ForModel("gpt-4-0613")
+	c, err := ForModel("gpt-4-0613")
 	require.NoError(t, err)
 	assert.Equal(t, "cl100k_base", c.Encoding())
-	assert.Equal(t, 42, c.Prompt([]tokens.Message{{Role: "user", Content: fixturePrompt}}))
+	assert.Equal(t, 42, c.Prompt([]Message{{Role: "user", Content: fixturePrompt}}))
 }
 
 func TestNewRefusesUnknownEncoding(t *testing.T) {
-	_, err := tokens.New("p50k_base")
+	_, err := New("p50k_base")
 	assert.Error(t, err)
 }
 
 func BenchmarkText(b *testing.B) {
-	c, err := tokens.New("o200k_base")
+	c, err := New("o200k_base")
 	require.NoError(b, err)
 	text := ""
 	for range 200 {

@@ -3,8 +3,7 @@ package tokens
 import (
 	_ "embed" // the vocabulary tables
 	"fmt"
-
-	"github.com/dlclark/regexp2/v2"
+	"sync"
 
 	"github.com/timebox-dev/timebox/internal/tokens/internal/vocabtable"
 )
@@ -25,13 +24,13 @@ var (
 )
 
 // newBPE returns the codec of an encoding New accepted: its table, checked,
-// and its split pattern, compiled (about 0.1 ms).
+// and its split scanner.
 func newBPE(encoding string) (*bpe, error) {
-	split, data := o200kSplit, o200kTable
+	split, data := splitO200k, o200kTable
 	switch encoding {
 	case "o200k_base":
 	case "cl100k_base":
-		split, data = cl100kSplit, cl100kTable
+		split, data = splitCl100k, cl100kTable
 	default:
 		return nil, fmt.Errorf("no vocabulary for %s", encoding)
 	}
@@ -39,9 +38,27 @@ func newBPE(encoding string) (*bpe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the embedded %s table: %w", encoding, err)
 	}
-	re, err := regexp2.Compile(split, regexp2.None)
-	if err != nil {
-		return nil, err
+	if vocab.Len() > maxRanks {
+		return nil, fmt.Errorf("the embedded %s table: %d ids, more than the %d merging indexes", encoding, vocab.Len(), maxRanks)
 	}
-	return &bpe{vocab: vocab, split: re}, nil
+	c := &bpe{vocab: vocab, split: split}
+	for b := range 256 {
+		id, ok := vocab.Lookup(string([]byte{byte(b)}))
+		if !ok {
+			return nil, fmt.Errorf("the embedded %s table: byte %#x is no token", encoding, b)
+		}
+		c.byteID[b] = id
+	}
+	c.pairs = sync.OnceValue(func() *[1 << 16]uint32 {
+		pairs := new([1 << 16]uint32)
+		for p := range pairs {
+			id, ok := vocab.Lookup(string([]byte{byte(p >> 8), byte(p)}))
+			if !ok {
+				id = noRank
+			}
+			pairs[p] = id
+		}
+		return pairs
+	})
+	return c, nil
 }

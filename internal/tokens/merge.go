@@ -1,0 +1,327 @@
+package tokens
+
+import (
+	"context"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// Byte-pair merging as tiktoken does it: a piece starts as its bytes, and
+// the adjacent pair of parts whose concatenation is the token of lowest rank
+// (its id), the leftmost of equals, merges, until no pair is a token. The
+// parts left are the piece's tokens.
+//
+// A short piece (the usual case: a word that is not one token) is merged by
+// tiktoken's own loop, a scan of the parts for each merge, on the stack. A
+// long one (a run of one letter, of spaces, a line of base64) is merged by
+// rank: every candidate pair sits in a bucket for its rank, the buckets are
+// taken lowest first, each in order of position, and a merge adds the new
+// pairs it makes on either side. That is the same order as the scan's, so
+// the same tokens, in time and memory linear in the piece's length (but for
+// sorting a bucket whose pairs came in out of order, which repeated text,
+// the costly case, does not do).
+
+// noRank marks a pair that is no token.
+const noRank = math.MaxUint32
+
+// maxShort is the longest piece merged by scanning: its parts fit on the
+// stack, and a scan of them costs less than the buckets' bookkeeping.
+const maxShort = 64
+
+// merge calls yield with the id and length of each token of piece, which is
+// not a token itself.
+func (c *bpe) merge(ctx context.Context, piece string, yield func(id uint32, n int)) error {
+	if len(piece) <= maxShort {
+		c.mergeShort(piece, yield)
+		return nil
+	}
+	return c.mergeLong(ctx, piece, yield)
+}
+
+// rank returns the rank of piece[from:to] as one token, or noRank.
+func (c *bpe) rank(piece string, from, to int) uint32 {
+	switch n := to - from; {
+	case n == 2:
+		return c.pairs()[uint16(piece[from])<<8|uint16(piece[from+1])]
+	case n > longestToken:
+		return noRank
+	}
+	if id, ok := c.vocab.Lookup(piece[from:to]); ok {
+		return id
+	}
+	return noRank
+}
+
+// shortPart is a part of a short piece: where it starts, its id, and the
+// rank of it merged with the next part.
+type shortPart struct {
+	at, id, rank uint32
+}
+
+// mergeShort is tiktoken's merge loop over a piece of at most maxShort bytes.
+func (c *bpe) mergeShort(piece string, yield func(id uint32, n int)) {
+	var buf [maxShort + 1]shortPart
+	parts := buf[:len(piece)+1]
+	for i := range len(piece) {
+		parts[i] = shortPart{at: uint32(i), id: c.byteID[piece[i]], rank: noRank}
+	}
+	parts[len(piece)] = shortPart{at: uint32(len(piece)), rank: noRank}
+	pairRank := func(i int) uint32 {
+		if i+2 >= len(parts) {
+			return noRank
+		}
+		return c.rank(piece, int(parts[i].at), int(parts[i+2].at))
+	}
+	for i := range len(parts) - 2 {
+		parts[i].rank = pairRank(i)
+	}
+	for {
+		best, at := uint32(noRank), -1
+		for i := range len(parts) - 1 {
+			if parts[i].rank < best {
+				best, at = parts[i].rank, i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		parts[at].id = best
+		parts = append(parts[:at+1], parts[at+2:]...)
+		parts[at].rank = pairRank(at)
+		if at > 0 {
+			parts[at-1].rank = pairRank(at - 1)
+		}
+	}
+	for i := range len(parts) - 1 {
+		yield(parts[i].id, int(parts[i+1].at-parts[i].at))
+	}
+}
+
+// maxRanks bounds the ids of a vocabulary merged by rank (newBPE checks it):
+// the buckets' index is a two-level bitmap of this many bits.
+const maxRanks = 1 << 18
+
+// mergeEvery is how many merges of a long piece run between checks of the
+// context: well under a millisecond.
+const mergeEvery = 1 << 14
+
+// bucketEntry is a candidate pair in a bucket's list: the start of its left
+// part, and the next entry (an index into entries, plus one; 0 ends the list).
+type bucketEntry struct {
+	at, next int32
+}
+
+// buckets is the scratch of a long merge, reused between pieces (a
+// sync.Pool in bpe): the lists of candidate pairs by rank and the index of
+// the ranks that have one. Between uses every list is empty and the index
+// clear.
+type buckets struct {
+	head    []int32 // per rank: its first entry (index+1), 0 if none
+	ranks   [maxRanks / 64]uint64
+	summary [maxRanks / 64 / 64]uint64
+	entries []bucketEntry
+	free    int32 // a list of unused entries, as head
+	taken   []int32
+	bounds  []uint64
+}
+
+func (b *buckets) add(rank uint32, at int) {
+	e := b.free
+	if e != 0 {
+		b.free = b.entries[e-1].next
+	} else {
+		b.entries = append(b.entries, bucketEntry{})
+		e = int32(len(b.entries))
+	}
+	b.entries[e-1] = bucketEntry{at: int32(at), next: b.head[rank]}
+	b.head[rank] = e
+	b.ranks[rank/64] |= 1 << (rank % 64)
+	b.summary[rank/4096] |= 1 << (rank / 64 % 64)
+}
+
+// lowest returns the lowest rank with a list, or false if none has.
+func (b *buckets) lowest() (uint32, bool) {
+	for i, s := range b.summary {
+		if s != 0 {
+			w := i*64 + bits.TrailingZeros64(s)
+			return uint32(w*64 + bits.TrailingZeros64(b.ranks[w])), true
+		}
+	}
+	return 0, false
+}
+
+// take empties rank's list into b.taken, in order of position.
+func (b *buckets) take(rank uint32) {
+	b.taken = b.taken[:0]
+	for e := b.head[rank]; e != 0; {
+		entry := &b.entries[e-1]
+		b.taken = append(b.taken, entry.at)
+		next := entry.next
+		entry.next = b.free
+		b.free = e
+		e = next
+	}
+	b.head[rank] = 0
+	if b.ranks[rank/64] &^= 1 << (rank % 64); b.ranks[rank/64] == 0 {
+		b.summary[rank/4096] &^= 1 << (rank / 64 % 64)
+	}
+	// Lists are last in, first out, and pairs mostly come in left to right.
+	switch {
+	case slices.IsSorted(b.taken):
+	case isDescending(b.taken):
+		slices.Reverse(b.taken)
+	default:
+		slices.Sort(b.taken)
+	}
+}
+
+func isDescending(s []int32) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i] > s[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// clear empties every list, for a merge stopped before its end.
+func (b *buckets) clear() {
+	for {
+		rank, ok := b.lowest()
+		if !ok {
+			break
+		}
+		b.take(rank)
+	}
+	b.reset()
+}
+
+// keepScratch bounds the entries a pooled buckets keeps between merges: a
+// piece of megabytes does not leave its megabytes of entries behind.
+const keepScratch = 1 << 16
+
+// reset drops the entries, every list being empty.
+func (b *buckets) reset() {
+	b.entries, b.free = b.entries[:0], 0
+	if cap(b.entries) > keepScratch {
+		b.entries, b.taken, b.bounds = nil, nil, nil
+	}
+}
+
+// boundaries is a bit set of the positions where a part starts, with the
+// end of the piece set too.
+type boundaries []uint64
+
+func (s boundaries) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+func (s boundaries) unset(i int)    { s[i/64] &^= 1 << (i % 64) }
+
+// after returns the first boundary after i (i is before the end).
+func (s boundaries) after(i int) int {
+	i++
+	w := i / 64
+	if x := s[w] >> (i % 64); x != 0 {
+		return i + bits.TrailingZeros64(x)
+	}
+	for w++; s[w] == 0; w++ {
+	}
+	return w*64 + bits.TrailingZeros64(s[w])
+}
+
+// before returns the last boundary before i (i > 0).
+func (s boundaries) before(i int) int {
+	i--
+	w := i / 64
+	if x := s[w] << (63 - i%64); x != 0 {
+		return i - bits.LeadingZeros64(x)
+	}
+	for w--; s[w] == 0; w-- {
+	}
+	return w*64 + 63 - bits.LeadingZeros64(s[w])
+}
+
+// mergeLong merges a piece of any length by rank (see the top of this file).
+func (c *bpe) mergeLong(ctx context.Context, piece string, yield func(id uint32, n int)) error {
+	b, _ := c.long.Get().(*buckets)
+	if b == nil {
+		b = &buckets{head: make([]int32, c.vocab.Len())}
+	}
+	defer c.long.Put(b)
+	n := len(piece)
+	// At most one candidate a byte at first; each merge frees one entry
+	// (its own) and adds at most two.
+	b.entries = slices.Grow(b.entries[:0], n)
+	b.taken = slices.Grow(b.taken[:0], n)
+	b.bounds = slices.Grow(b.bounds[:0], n/64+1)[:n/64+1]
+	clear(b.bounds)
+	bounds := boundaries(b.bounds)
+	for w := range bounds {
+		bounds[w] = math.MaxUint64
+	}
+	bounds[n/64] &= 1<<(n%64+1) - 1 // nothing past the end
+	for i := 0; i+2 <= n; i++ {
+		if r := c.rank(piece, i, i+2); r != noRank {
+			b.add(r, i)
+		}
+	}
+	merges := 0
+	for {
+		rank, ok := b.lowest()
+		if !ok {
+			break
+		}
+		b.take(rank)
+		size := len(c.vocab.Token(int(rank)))
+		for k, at := range b.taken {
+			// A pair is current while its left part starts here and the
+			// two parts still span its token: parts only grow.
+			if !bounds.has(int(at)) {
+				continue
+			}
+			mid := bounds.after(int(at))
+			if mid == n || bounds.after(mid)-int(at) != size {
+				continue
+			}
+			end := int(at) + size
+			bounds.unset(mid)
+			// The pairs the merged part makes with its neighbours. A rank at
+			// or below this one (none, in a vocabulary built by merging)
+			// must merge before the rest of the bucket: put the rest back
+			// and start again from the lowest rank.
+			again := false
+			if end < n {
+				if r := c.rank(piece, int(at), bounds.after(end)); r != noRank {
+					b.add(r, int(at))
+					again = again || r <= rank
+				}
+			}
+			if at > 0 {
+				prev := bounds.before(int(at))
+				if r := c.rank(piece, prev, end); r != noRank {
+					b.add(r, prev)
+					again = again || r <= rank
+				}
+			}
+			if merges++; merges%mergeEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					b.clear()
+					return err
+				}
+			}
+			if again {
+				for _, rest := range b.taken[k+1:] {
+					b.add(rank, int(rest))
+				}
+				break
+			}
+		}
+	}
+	b.reset()
+	for at := 0; at < n; {
+		end := bounds.after(at)
+		id, _ := c.vocab.Lookup(piece[at:end])
+		yield(id, end-at)
+		at = end
+	}
+	return nil
+}
