@@ -222,7 +222,7 @@ func corpus(t testing.TB) map[string]string {
 // white space, line breaks, invalid UTF-8, long pieces.
 var edgeCases = []string{
 	"", "a", " ", "\n", "hello world", "Count to 10, with a comma between each number.",
-	"it's IT'S it'S they're THEY'RE we've I'm I'M he'd she'll SHE'LL 'll 'LL 'lL 're 'Re ' 's 'x ſ 'ſ Xſ'ſ x'ſ",
+	"'ſelf x'ſelf X'ſelf 'self 'Self 'tis 're-do 'ver 'lla 'dx 'mx 'Mx", "it's IT'S it'S they're THEY'RE we've I'm I'M he'd she'll SHE'LL 'll 'LL 'lL 're 'Re ' 's 'x ſ 'ſ Xſ'ſ x'ſ",
 	"don't DON'T Don'T", "  leading", "trailing  ", "a  b   c    d", "\t\tx", " \n \n x", "\r\n\r\n  \r\n x",
 	"x\n\n\ny", "!!! ??? ... --- /// !/\n/\n!", " !/\r\n/", "a/b//c", "1 12 123 1234 12345", "١٢٣٤ ४५६",
 	"é é ñ \u0301x \u0301 x\u0301\u0301 A\u0301B", "ǅungla ǈubljana Ǆ", "HTTPServer XMLHttpRequest iPhone McDonald",
@@ -262,6 +262,40 @@ func TestSameIDsAsTheLibrary(t *testing.T) {
 	}
 }
 
+// The scanners split as tiktoken's patterns do, piece for piece (ids
+// alone can hide a difference: two splits may merge into the same tokens).
+func TestSameSplitAsThePatterns(t *testing.T) {
+	for _, enc := range encodings {
+		ref := newReference(t, enc)
+		c, err := newBPE(enc)
+		require.NoError(t, err)
+		texts := slices.Clone(edgeCases)
+		for _, text := range corpus(t) {
+			texts = append(texts, strings.SplitAfter(text, "\n")...)
+		}
+		r := rand.New(rand.NewPCG(7, 8))
+		for range 500 {
+			texts = append(texts, randomText(r, 1+r.IntN(100)))
+		}
+		for _, text := range texts {
+			ref.sameSplit(t, c, enc, text)
+		}
+	}
+}
+
+// sameSplit fails t unless c splits text into the reference's pieces.
+func (r *reference) sameSplit(t testing.TB, c *bpe, enc, text string) {
+	t.Helper()
+	text, _ = valid(text)
+	var got []string
+	for i := 0; i < len(text); {
+		end := c.split(text, i)
+		got = append(got, text[i:end])
+		i = end
+	}
+	require.Equal(t, pieces(t, r.split, text), got, "%s: %q", enc, short(text))
+}
+
 // randomText mixes the characters the split patterns tell apart.
 func randomText(r *rand.Rand, n int) string {
 	alphabet := []string{"a", "Z", "é", "É", "\u0301", "ǅ", "ʰ", "日", "ア", "ー", "ا", "\u064e", "क", "\u093f",
@@ -274,8 +308,8 @@ func randomText(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-// FuzzSameIDsAsTheLibrary compares the encoder with the library on any
-// input, invalid UTF-8 included.
+// FuzzSameIDsAsTheLibrary compares the encoder's split and ids with the
+// reference's on any input, invalid UTF-8 included.
 func FuzzSameIDsAsTheLibrary(f *testing.F) {
 	for _, text := range edgeCases {
 		f.Add(text)
@@ -286,11 +320,16 @@ func FuzzSameIDsAsTheLibrary(f *testing.F) {
 		}
 	}
 	refs := map[string]*reference{}
+	codecs := map[string]*bpe{}
 	for _, enc := range encodings {
 		refs[enc] = newReference(f, enc)
+		c, err := newBPE(enc)
+		require.NoError(f, err)
+		codecs[enc] = c
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, enc := range encodings {
+			refs[enc].sameSplit(t, codecs[enc], enc, text)
 			refs[enc].same(t, enc, text)
 		}
 	})
