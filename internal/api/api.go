@@ -7,10 +7,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/rs/cors"
 
 	"github.com/timebox-dev/timebox/internal/admission"
@@ -70,28 +68,20 @@ type Options struct {
 	Extractor Extractor
 }
 
+// server is the handler's dependencies, shared by every route and
+// middleware (Mat Ryer's server struct).
 type server struct {
 	Options
 	cors *cors.Cors
-	mux  *chi.Mux
-	// routing holds chi's routing contexts for reuse, as chi's own pool
-	// would (see front).
-	routing sync.Pool
 }
 
-// New returns the whole HTTP handler. front runs first, for every request,
-// unknown routes included: the budget's first line, the request id, the
-// Origin check, CORS, panic recovery, then the route (chi), then the log
-// line.
+// New returns the whole HTTP handler: the routes and the middleware every
+// request passes, as routes.go lists them.
 func New(o Options) http.Handler {
 	if o.Caller == nil {
 		// A forgotten caller check would serve everyone: refuse to build.
 		panic("api.New: Options.Caller is required (caller.Anonymous{} for AUTH_MODE=none)")
 	}
-	s := &server{Options: o, cors: newCORS(o.AllowedOrigins), mux: chi.NewRouter()}
-	s.routing.New = func() any { return chi.NewRouteContext() }
-	s.mux.NotFound(s.handleNotFound())
-	s.mux.MethodNotAllowed(s.handleMethodNotAllowed())
-	s.routes(s.mux)
-	return front{s}
+	s := &server{Options: o, cors: newCORS(o.AllowedOrigins)}
+	return s.routes()
 }

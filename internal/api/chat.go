@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/admission"
@@ -47,107 +46,65 @@ type Truncated struct {
 	Shortened []string `json:"shortened,omitempty"`
 }
 
-// chatRoute is POST /api/chat. It is on the stack while the request waits
-// on Azure OpenAI, so it keeps a small frame: the work before the call
-// (prepareChat) and after it (answer, streamCall) is in functions of their
-// own, and it is a type, not an http.HandlerFunc, which would be one more
-// frame (see BenchmarkHeldRequests).
-type chatRoute struct{ s *server }
-
-func (h chatRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The calls take few arguments: each call's are spilled to this frame.
-	c := h.s.prepareChat(w, r)
-	defer c.release()
-	switch {
-	case c.err != nil:
-		c.fail()
-	case wantsStream(r):
-		c.stream()
-	default:
-		c.start = time.Now()
-		c.resp, c.err = h.s.Chat.Complete(c.r.Context(), &c.req)
-		c.answer()
-	}
+// handleChat is POST /api/chat: timebox's own dialect at the two ends of
+// the chat pipeline. The caller's deadline and check ran before it (see
+// routes); then, in order: admission of the body, decoding, the dialect-free
+// middle (prepareChat: admission of the material, the material, the prompt
+// fit), the upstream call, and the answer, as JSON or as server-sent events.
+// Any failure goes through the error table (fail).
+func (s *server) handleChat() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		ticket := s.Admission.Ticket()
+		defer ticket.Release()
+		// The request's cost is taken before each commitment, the body
+		// before it is read.
+		if err := ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		req, err := decodeChat(ctx, w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		call, err := s.prepareChat(ctx, ticket, req)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if wantsStream(r) {
+			s.stream(w, r, call)
+			return
+		}
+		resp, err := s.complete(ctx, call)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		stampTiming(w, r)
+		writeJSON(w, http.StatusOK, chatResponse(ctx, *resp, call.fit))
+	})
 }
 
-// chatCall is a chat request ready for Azure OpenAI, and what it holds
-// until it is answered.
+// chatCall is a chat request ready for Azure OpenAI, in no dialect: what
+// is sent, and how the prompt was fitted.
 type chatCall struct {
-	s      *server
-	w      http.ResponseWriter
-	r      *http.Request      // with the call's context: the request's, or shortened to the caller's timeout
-	cancel context.CancelFunc // ends r's context when the caller's timeout shortened it
-	ticket *admission.Ticket
-	req    aoai.Request
-	fit    prompt.Result
-	start  time.Time // of the upstream call
-	resp   *aoai.Response
-	err    error // of preparing the call, then of the call
+	req aoai.Request
+	fit prompt.Result
 }
 
-// release gives back what the request held.
-func (c *chatCall) release() {
-	if c.cancel != nil {
-		c.cancel()
-	}
-	c.ticket.Release()
-}
-
-// prepareChat does everything before the upstream call: the caller's
-// check and timeout, admission, the body, the material and the prompt. The
-// returned chatCall must be released, whether it failed (err) or not.
-func (s *server) prepareChat(w http.ResponseWriter, r *http.Request) *chatCall {
-	c := &chatCall{s: s, w: w, r: r}
-	c.err = s.prepare(c, w, r)
-	return c
-}
-
-// withContext is r with ctx as its context: r itself when ctx is its
-// context already (a caller's timeout that did not shorten the budget), not
-// a copy of the request held through the whole wait on Azure OpenAI for
-// nothing.
-func withContext(r *http.Request, ctx context.Context) *http.Request {
-	if ctx == r.Context() {
-		return r
-	}
-	return r.WithContext(ctx)
-}
-
-// prepare is prepareChat's work on c.
-func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) error {
-	// A caller that said how long it waits is answered within that even
-	// while its tenant's keys are fetched. An invalid value is refused once
-	// the caller is known.
-	ms, msErr := clientTimeout(r, (s.ClientTimeoutMargin + time.Second).Milliseconds())
-	if msErr == nil && ms > 0 {
-		var ctx context.Context
-		ctx, c.cancel = budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
-		c.r = withContext(r, ctx)
-	}
-	if err := s.checkCaller(c.r); err != nil {
-		return err
-	}
-	if msErr != nil {
-		return msErr
-	}
-	ctx := c.r.Context()
-	// The request's cost is taken before each commitment (the body
-	// before it is read, the material before it is fetched and
-	// extracted), and given back when the request ends.
-	c.ticket = s.Admission.Ticket()
-	if err := c.ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
-		return err
-	}
-	req, err := decodeChat(ctx, w, r)
-	if err != nil {
-		return err
-	}
-	if err := c.ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
-		return err
+// prepareChat does everything between decoding and the upstream call, for
+// any dialect: it takes the material's cost from ticket, reads the
+// documents and pages, fits the prompt, and refuses a call that has too
+// little time left to be answered.
+func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req ChatRequest) (*chatCall, error) {
+	if err := ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
+		return nil, err
 	}
 	rec := recordFrom(ctx)
 	if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
-		return invalid("This service does not read pages or documents.")
+		return nil, invalid("This service does not read pages or documents.")
 	}
 
 	maxTokens := s.MaxTokens
@@ -160,7 +117,7 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 		rec.since("material", start)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	start = time.Now()
 	fit, err := s.fit(ctx, req, material, maxTokens)
@@ -171,14 +128,11 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 		if tooBig := (*prompt.TooLargeError)(nil); errors.As(err, &tooBig) {
 			rec.countedPrompt = tooBig.Prompt
 		}
-		return err
+		return nil, err
 	}
 	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated
 	if fit.PromptTokens == 0 {
-		// The messages alone: a closure over fit would move all of it to
-		// the heap, held while the request waits on Azure OpenAI.
-		sent := fit.Messages
-		rec.countPrompt = func() int { return s.Tokens.Prompt(sent) }
+		rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
 	}
 	msgs := make([]aoai.Message, len(fit.Messages))
 	for i, m := range fit.Messages {
@@ -189,41 +143,31 @@ func (s *server) prepare(c *chatCall, w http.ResponseWriter, r *http.Request) er
 		// Too little time is left for an answer: no tokens are spent on
 		// a call that would be cut. A request given little time in all
 		// (a caller in a hurry) needs a quarter of it, not the floor.
-		return errNoTimeForUpstream
+		return nil, errNoTimeForUpstream
 	}
-	c.req = aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken}
-	c.fit = fit
-	return nil
+	return &chatCall{
+		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken},
+		fit: fit,
+	}, nil
 }
 
-// fail answers the error of preparing the call.
-func (c *chatCall) fail() { c.s.fail(c.w, c.r, c.err) }
-
-// stream answers the call as server-sent events (server.stream). It is
-// not inlined: its arguments (the request and the fit, 150 bytes) would be
-// copied into chatRoute's frame, which is on the stack of every request
-// waiting on Azure OpenAI, streamed or not.
-//
-//go:noinline
-func (c *chatCall) stream() { c.s.stream(c.w, c.r, c.req, c.fit) }
-
-// answer writes the answer (not streamed) to the call.
-func (c *chatCall) answer() {
-	s, ctx := c.s, c.r.Context()
-	recordFrom(ctx).since("upstream", c.start)
-	if c.err != nil {
-		s.fail(c.w, c.r, c.err)
-		return
+// complete makes the upstream call for an answer that is not streamed, and
+// notes it on the log line.
+func (s *server) complete(ctx context.Context, call *chatCall) (*aoai.Response, error) {
+	start := time.Now()
+	resp, err := s.Chat.Complete(ctx, &call.req)
+	recordFrom(ctx).since("upstream", start)
+	if err != nil {
+		return nil, err
 	}
-	s.noteAnswer(ctx, *c.resp)
-	stampTiming(c.w, c.r)
-	writeJSON(c.w, http.StatusOK, chatResponse(ctx, *c.resp, c.fit))
+	s.noteAnswer(ctx, *resp)
+	return resp, nil
 }
 
 // noteAnswer puts a finished answer on the log line.
 func (s *server) noteAnswer(ctx context.Context, resp aoai.Response) {
 	rec := recordFrom(ctx)
-	rec.attempts, rec.upstreamStatus, rec.upstreamID = int32(resp.Attempts), int32(resp.Status), resp.UpstreamRequestID
+	rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
 	rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 }
 
@@ -287,35 +231,4 @@ func dropped(r prompt.Result) *Truncated {
 		return nil
 	}
 	return &Truncated{Turns: r.Dropped.Turns, Sources: r.Dropped.Sources, Shortened: r.Dropped.Shortened}
-}
-
-func (s *server) handleReady() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	}
-}
-
-func (s *server) handleHealth() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
-	}
-}
-
-func (s *server) handleNotFound() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) }
-}
-
-// handleMethodNotAllowed answers a known path asked with a method it does
-// not take, with the methods it does take in Allow. chi notes a route's
-// pattern only when path and method both match, so the log line's route is
-// looked up here by path (pathRoute).
-func (s *server) handleMethodNotAllowed() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		pattern, allow := s.pathRoute(r)
-		recordFrom(r.Context()).route = pattern
-		if len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-		}
-		s.fail(w, r, errMethodNotAllowed)
-	}
 }

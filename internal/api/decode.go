@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/timebox-dev/timebox/internal/apiwire"
 )
 
 // Limits of a chat request, enforced with 400/413 before any upstream call.
@@ -124,7 +126,7 @@ func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 		// A ResponseWriter that cannot set it has no connection to stall.
 		_ = http.NewResponseController(w).SetReadDeadline(deadline)
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), r.ContentLength)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -144,52 +146,6 @@ func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 		return nil, fmt.Errorf("%w: %w", errBodyLate, err)
 	}
 	return nil, invalid("The request body could not be read.")
-}
-
-// sizedReadLimit is the largest declared Content-Length read into a buffer
-// grown to that size at most; a larger or unknown length is read by
-// io.ReadAll.
-const sizedReadLimit = 64 << 10
-
-// firstReadSize is the most a body's buffer holds before its bytes have
-// arrived: net/http's own read buffer per connection (bufio's 4 KiB). A
-// declared length is the caller's word: a buffer of its size allocated up
-// front let an upload that declared 64 KiB and stalled after a byte hold
-// 64 KiB for the whole read deadline (the budget), 3,000 of them 90 MB more
-// than io.ReadAll's growth as the bytes came.
-const firstReadSize = 4 << 10
-
-// readAll reads r, a body of the declared length, to its end. A body of
-// known length up to firstReadSize costs one buffer of its size: a small
-// chat request (about 100 bytes) had io.ReadAll's 512-byte first buffer.
-// A larger one, up to sizedReadLimit, grows by doubling as its bytes
-// arrive (so it never holds more than twice what came), to its declared
-// size and no larger: no final copy, no spare room.
-func readAll(r io.Reader, declared int64) ([]byte, error) {
-	if declared <= 0 || declared > sizedReadLimit {
-		return io.ReadAll(r)
-	}
-	// +1: room for the read that finds the end.
-	b := make([]byte, 0, min(declared, firstReadSize)+1)
-	for {
-		if len(b) == cap(b) {
-			// Twice what came, up to the declared size; more than it
-			// declared: grow as append does.
-			next := min(2*cap(b), int(declared)+1)
-			if next <= cap(b) {
-				next = cap(b) + 1
-			}
-			b = append(make([]byte, 0, next), b...)
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 // Decode decodes one JSON object from body into v strictly, with the v2
@@ -318,7 +274,7 @@ func (req *ChatRequest) validate() error {
 		case len(d.Data) == 0:
 			return invalid("documents[%d].data is empty.", i)
 		case len(d.Data) > MaxDocumentBytes:
-			return &Error{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("The document %q is larger than %d MiB.", d.Name, MaxDocumentBytes>>20)}
+			return &Error{http.StatusRequestEntityTooLarge, apiwire.CodeBodyTooLarge, fmt.Sprintf("The document %q is larger than %d MiB.", d.Name, MaxDocumentBytes>>20)}
 		}
 	}
 	if len(req.URLs) > MaxURLs {
@@ -333,30 +289,4 @@ func (req *ChatRequest) validate() error {
 		return invalid("maxTokens must be a positive number.")
 	}
 	return nil
-}
-
-// clientTimeout reads x-client-timeout-ms: absent is fine (0); otherwise a
-// positive whole number of milliseconds of at least the margin plus one
-// second, so that the server keeps time to work and to answer.
-func clientTimeout(r *http.Request, minimum int64) (int64, error) {
-	vs := r.Header.Values("x-client-timeout-ms")
-	if len(vs) == 0 || len(vs) == 1 && vs[0] == "" {
-		return 0, nil
-	}
-	if len(vs) > 1 {
-		// Two deadlines (a proxy that appended one?): which the caller
-		// keeps is unknown, so neither is guessed, as with two Origins.
-		return 0, invalid("x-client-timeout-ms must be sent once.")
-	}
-	ms, err := strconv.ParseInt(vs[0], 10, 64)
-	if err != nil || ms <= 0 {
-		return 0, invalid("x-client-timeout-ms must be a positive whole number of milliseconds.")
-	}
-	if ms > MaxClientTimeout {
-		return 0, invalid("x-client-timeout-ms must be at most %d (a day).", MaxClientTimeout)
-	}
-	if ms < minimum {
-		return 0, invalid("x-client-timeout-ms must be at least %d.", minimum)
-	}
-	return ms, nil
 }

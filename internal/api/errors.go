@@ -32,43 +32,41 @@ type Error struct {
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 func invalid(format string, args ...any) *Error {
-	return &Error{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...)}
+	return &Error{http.StatusBadRequest, apiwire.CodeInvalidRequest, fmt.Sprintf(format, args...)}
 }
 
 var (
-	errOriginNotAllowed = &Error{http.StatusForbidden, "origin_not_allowed", "This site is not allowed to call the service."}
-	errOriginAmbiguous  = &Error{http.StatusForbidden, "origin_not_allowed", "The request carries more than one Origin header."}
-	errNotFound         = &Error{http.StatusNotFound, "not_found", "There is nothing at this address."}
-	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "This address does not accept that method."}
-	errMediaType        = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON (Content-Type: application/json)."}
-	errCharset          = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request as JSON in UTF-8 (Content-Type: application/json, with no charset or charset=utf-8)."}
-	errContentEncoding  = &Error{http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the request body uncompressed (no Content-Encoding)."}
+	errOriginNotAllowed = &Error{http.StatusForbidden, apiwire.CodeOriginNotAllowed, "This site is not allowed to call the service."}
+	errOriginAmbiguous  = &Error{http.StatusForbidden, apiwire.CodeOriginNotAllowed, "The request carries more than one Origin header."}
+	errNotFound         = &Error{http.StatusNotFound, apiwire.CodeNotFound, "There is nothing at this address."}
+	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, apiwire.CodeMethodNotAllowed, "This address does not accept that method."}
+	errMediaType        = &Error{http.StatusUnsupportedMediaType, apiwire.CodeUnsupportedMediaType, "Send the request as JSON (Content-Type: application/json)."}
+	errCharset          = &Error{http.StatusUnsupportedMediaType, apiwire.CodeUnsupportedMediaType, "Send the request as JSON in UTF-8 (Content-Type: application/json, with no charset or charset=utf-8)."}
+	errContentEncoding  = &Error{http.StatusUnsupportedMediaType, apiwire.CodeUnsupportedMediaType, "Send the request body uncompressed (no Content-Encoding)."}
 	// errBodyLate: the deadline came while the body was still arriving. A
 	// 500, like every other deadline: the same upload would be as slow again.
 	// errNoTimeForUpstream: after reading the material and fitting the
 	// prompt, less than MinUpstreamTime was left.
-	errNoTimeForUpstream = &Error{http.StatusInternalServerError, "deadline_exceeded", "Reading the documents and pages and preparing the question took most of the time, so the AI service was not asked. Try fewer or smaller documents, or allow more time."}
-	errBodyLate          = &Error{http.StatusInternalServerError, "deadline_exceeded", "The request took too long to arrive, so it was stopped. Check the network connection, or send smaller documents."}
+	errNoTimeForUpstream = &Error{http.StatusInternalServerError, apiwire.CodeDeadlineExceeded, "Reading the documents and pages and preparing the question took most of the time, so the AI service was not asked. Try fewer or smaller documents, or allow more time."}
+	errBodyLate          = &Error{http.StatusInternalServerError, apiwire.CodeDeadlineExceeded, "The request took too long to arrive, so it was stopped. Check the network connection, or send smaller documents."}
 )
 
-// codeClientGone marks, in the log only, a request whose caller went away.
+// codeClientGone marks, in the log only, a request whose caller went away:
+// nobody is answered with it.
 const codeClientGone = "client_gone"
 
-type panicError struct{ v any }
-
-func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
-
-// answer is what fail sends.
-type answer struct {
+// errorRow is a row of the error table (rowFor): what an error is answered
+// with, in any dialect.
+type errorRow struct {
 	status     int
 	code, msg  string
 	retryAfter time.Duration // 429, 503: the wait to ask for; 0: none named
 	challenge  string        // WWW-Authenticate, 401 and 403 only
 }
 
-// toAnswer is the one ordered table from errors to answers. The first
+// rowFor is the one ordered table from errors to answers. The first
 // matching row wins; detail stays in the log, never in the message.
-func toAnswer(err error) answer {
+func rowFor(err error) errorRow {
 	var (
 		apiErr  *Error
 		maxErr  *http.MaxBytesError
@@ -81,86 +79,85 @@ func toAnswer(err error) answer {
 	)
 	switch {
 	case errors.Is(err, admission.ErrOverloaded):
-		return answer{status: http.StatusServiceUnavailable, code: "overloaded", retryAfter: admission.RetryAfter,
+		return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeOverloaded, retryAfter: admission.RetryAfter,
 			msg: fmt.Sprintf("The service is busy with other requests. Try again in %d s.", ceilSeconds(admission.RetryAfter))}
 	case errors.As(err, &apiErr):
-		return answer{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
+		return errorRow{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
 	case errors.As(err, &callErr):
-		return callerAnswer(callErr)
+		return callerRow(callErr)
 	case errors.As(err, &maxErr):
-		return answer{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
+		return errorRow{status: http.StatusRequestEntityTooLarge, code: apiwire.CodeBodyTooLarge,
 			msg: fmt.Sprintf("The request is larger than the %s allowed. Send fewer or smaller documents.", sizeForPeople(maxErr.Limit))}
 	case errors.As(err, &step):
-		code := step.Step + "_timeout"
-		what := "Reading the page " + step.Name
+		code, what := apiwire.CodeFetchTimeout, "Reading the page "+step.Name
 		if step.Step == "extract" {
-			what = "Reading the document " + strconv.Quote(step.Name)
+			code, what = apiwire.CodeExtractTimeout, "Reading the document "+strconv.Quote(step.Name)
 		}
 		if step.Request > 0 {
 			// The request's clock ran out, not the step's: say so, with the
 			// request's time, not the step's timeout.
-			return answer{status: http.StatusInternalServerError, code: code,
+			return errorRow{status: http.StatusInternalServerError, code: code,
 				msg: fmt.Sprintf("%s was not finished when the request's time (%s in all) ran out, so the request was stopped. Try fewer or smaller documents and pages.", what, step.Request.Round(100*time.Millisecond))}
 		}
-		return answer{status: http.StatusInternalServerError, code: code,
+		return errorRow{status: http.StatusInternalServerError, code: code,
 			msg: fmt.Sprintf("%s took longer than %s, so the request was stopped. Try without it, or with a smaller one.", what, step.Timeout.Round(100*time.Millisecond))}
 	case errors.Is(err, budget.ErrExhausted), errors.Is(err, budget.ErrClientTimeout), errors.Is(err, context.DeadlineExceeded):
-		return answer{status: http.StatusInternalServerError, code: "deadline_exceeded",
+		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeDeadlineExceeded,
 			msg: "The AI service did not answer in time, so the request was stopped. Try a shorter question or fewer sources; trying the same request again will likely take as long."}
 	case errors.As(err, &tooBig):
-		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large", msg: tooBig.Error()}
+		return errorRow{status: http.StatusRequestEntityTooLarge, code: apiwire.CodePromptTooLarge, msg: tooBig.Error()}
 	case errors.As(err, &pageErr) && errors.Is(err, fetch.ErrBlocked):
-		return answer{status: http.StatusUnprocessableEntity, code: "url_blocked",
+		return errorRow{status: http.StatusUnprocessableEntity, code: apiwire.CodeURLBlocked,
 			msg: fmt.Sprintf("The address %s cannot be read: only public http and https pages are allowed.", pageErr.URL)}
 	case errors.As(err, &pageErr) && errors.Is(err, fetch.ErrUnreachable):
-		return answer{status: http.StatusUnprocessableEntity, code: "url_unreachable",
+		return errorRow{status: http.StatusUnprocessableEntity, code: apiwire.CodeURLUnreachable,
 			msg: fmt.Sprintf("The page %s could not be fetched (it did not answer, answered with an error, or is too large or not a readable type).", pageErr.URL)}
 	case errors.As(err, &docErr) && errors.Is(err, extract.ErrUnsupported):
-		return answer{status: http.StatusUnsupportedMediaType, code: "unsupported_document",
+		return errorRow{status: http.StatusUnsupportedMediaType, code: apiwire.CodeUnsupportedDocument,
 			msg: fmt.Sprintf("The document %q is of a type that cannot be read; send PDF, DOCX, HTML, plain text or Markdown.", docErr.Name)}
 	case errors.As(err, &docErr) && errors.Is(err, extract.ErrUnreadable):
-		return answer{status: http.StatusUnprocessableEntity, code: "document_unreadable",
+		return errorRow{status: http.StatusUnprocessableEntity, code: apiwire.CodeDocumentUnreadable,
 			msg: fmt.Sprintf("The document %q cannot be read: it is damaged, protected, or too large once expanded.", docErr.Name)}
 	case errors.As(err, &upErr):
-		return upstreamAnswer(upErr)
+		return upstreamRow(upErr)
 	}
-	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeInternalError, msg: "Something went wrong on our side."}
 }
 
-// callerAnswer never says more than the kind: the detail (which check
+// callerRow never says more than the kind: the detail (which check
 // failed) stays in the log, and nothing of the token is echoed.
-func callerAnswer(e *caller.Error) answer {
+func callerRow(e *caller.Error) errorRow {
 	switch e.Kind {
 	case caller.Unauthenticated:
-		return answer{status: http.StatusUnauthorized, code: "unauthenticated", challenge: e.Challenge,
+		return errorRow{status: http.StatusUnauthorized, code: apiwire.CodeUnauthenticated, challenge: e.Challenge,
 			msg: "Sign in to use this service: the request carries no valid access token for it."}
 	case caller.Forbidden:
-		return answer{status: http.StatusForbidden, code: "forbidden", challenge: e.Challenge,
+		return errorRow{status: http.StatusForbidden, code: apiwire.CodeForbidden, challenge: e.Challenge,
 			msg: "Your account is signed in but not allowed to use this service. Ask the site's administrators for access."}
 	case caller.Unavailable:
 		// Asking again before the keys may be fetched again is refused the
 		// same way: the answer says when (at least a second, the unit of
 		// Retry-After), and its message says it too.
 		wait := max(e.RetryAfter, time.Second)
-		return answer{status: http.StatusServiceUnavailable, code: "auth_unavailable", retryAfter: wait,
+		return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeAuthUnavailable, retryAfter: wait,
 			msg: fmt.Sprintf("Sign-in cannot be checked right now. Try again in %d s.", ceilSeconds(wait))}
 	}
-	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeInternalError, msg: "Something went wrong on our side."}
 }
 
-func upstreamAnswer(e *aoai.Error) answer {
+func upstreamRow(e *aoai.Error) errorRow {
 	switch e.Kind {
 	case aoai.KindThrottled:
-		return answer{status: http.StatusTooManyRequests, code: "rate_limited", retryAfter: e.RetryAfter,
+		return errorRow{status: http.StatusTooManyRequests, code: apiwire.CodeRateLimited, retryAfter: e.RetryAfter,
 			msg: fmt.Sprintf("The AI service is busy. Try again in %d s.", ceilSeconds(e.RetryAfter))}
 	case aoai.KindTooLarge:
-		return answer{status: http.StatusRequestEntityTooLarge, code: "prompt_too_large",
+		return errorRow{status: http.StatusRequestEntityTooLarge, code: apiwire.CodePromptTooLarge,
 			msg: "The request is too large for the AI deployment and can never pass its limits. Shorten the question, or send fewer sources or documents."}
 	case aoai.KindFiltered:
-		return answer{status: http.StatusBadRequest, code: "content_filtered",
+		return errorRow{status: http.StatusBadRequest, code: apiwire.CodeContentFiltered,
 			msg: "The question was blocked by the content filter. Rephrase it and try again."}
 	case aoai.KindMisconfigured:
-		return answer{status: http.StatusInternalServerError, code: "upstream_misconfigured",
+		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeUpstreamMisconfigured,
 			msg: "The service is not set up correctly to reach the AI deployment. Contact the site's administrators."}
 	case aoai.KindCredential:
 		// A configuration error, not a hiccup: every question fails alike
@@ -168,27 +165,27 @@ func upstreamAnswer(e *aoai.Error) answer {
 		return answer{status: http.StatusInternalServerError, code: "upstream_auth_unavailable",
 			msg: "The service cannot sign in to Azure OpenAI, so the question was not sent. Its administrators find why in the handler's log: it needs an Entra ID sign-in that works (az login on a workstation, a managed identity in Azure) or an API key."}
 	case aoai.KindSlowFailure:
-		return answer{status: http.StatusInternalServerError, code: "upstream_error",
+		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeUpstreamError,
 			msg: "The AI service failed after a long wait. Trying the same request again will likely take as long; try a shorter question or fewer sources."}
 	case aoai.KindUnavailable:
 		// Azure OpenAI's own wait when its 503 named one; none otherwise, so
 		// that each client keeps its own jittered backoff (docs/api.md).
 		if e.RetryAfter > 0 {
-			return answer{status: http.StatusServiceUnavailable, code: "upstream_unavailable", retryAfter: e.RetryAfter,
+			return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeUpstreamUnavailable, retryAfter: e.RetryAfter,
 				msg: fmt.Sprintf("The AI service is briefly unavailable. Try again in %d s.", ceilSeconds(e.RetryAfter))}
 		}
-		return answer{status: http.StatusServiceUnavailable, code: "upstream_unavailable",
+		return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeUpstreamUnavailable,
 			msg: "The AI service is briefly unavailable. Try again in a moment."}
 	case aoai.KindTransient:
-		return answer{status: http.StatusBadGateway, code: "upstream_error",
+		return errorRow{status: http.StatusBadGateway, code: apiwire.CodeUpstreamError,
 			msg: "The AI service failed. Try again in a moment."}
 	case aoai.KindBroken:
 		// Not retryable, however fast: the answer had begun, and asking
 		// again would start (and bill) another one.
-		return answer{status: http.StatusInternalServerError, code: "upstream_error",
+		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeUpstreamError,
 			msg: "The AI service stopped in the middle of the answer; what it wrote so far is kept."}
 	}
-	return answer{status: http.StatusInternalServerError, code: "internal_error", msg: "Something went wrong on our side."}
+	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeInternalError, msg: "Something went wrong on our side."}
 }
 
 // The retry hints of an answer: what it tells a client's retry rule besides
@@ -200,7 +197,7 @@ func upstreamAnswer(e *aoai.Error) answer {
 // 1 s when Azure named none) or any other answer's that names one (the
 // 503s overloaded, auth_unavailable, and upstream_unavailable when Azure's
 // 503 named one); 0 when there is none.
-func (a answer) retryAfterMs() int64 {
+func (a errorRow) retryAfterMs() int64 {
 	if a.status != http.StatusTooManyRequests && a.retryAfter <= 0 {
 		return 0
 	}
@@ -212,7 +209,7 @@ func (a answer) retryAfterMs() int64 {
 
 // shouldRetry is false on every answer the rule does not retry: clients
 // retry only what the rule retries (after the wait, for a 429).
-func (a answer) shouldRetry() bool { return retry.Retryable(a.status) }
+func (a errorRow) shouldRetry() bool { return retry.Retryable(a.status) }
 
 func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
@@ -226,7 +223,7 @@ func (s *server) note(r *http.Request, err error) {
 	rec := recordFrom(r.Context())
 	var upErr *aoai.Error
 	if errors.As(err, &upErr) {
-		rec.attempts, rec.upstreamStatus, rec.upstreamID = int32(upErr.Attempts), int32(upErr.Status), upErr.UpstreamRequestID
+		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
 	}
 	rec.err = err
 }
@@ -240,11 +237,27 @@ func partialOf(err error) string {
 	return ""
 }
 
-// fail answers err with the row of toAnswer, and hands the detail to the
-// request's log line (begin writes it, once). A caller that went away gets
-// nothing: there is nobody to read it, and the text generated for it is
-// counted as abandoned. Text that had arrived goes with the error.
+// fail answers err in timebox's dialect (failAs).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.failAs(w, r, err, timeboxError)
+}
+
+// An errorBody renders a row of the error table as one dialect's JSON
+// error body; partial is the text the answer had reached, nil when none.
+type errorBody func(row errorRow, requestID string, partial *apiwire.PartialAnswer) any
+
+// timeboxError is timebox's error body: {"error": {"code", "message",
+// "requestId"}, "partial"?}.
+func timeboxError(row errorRow, requestID string, partial *apiwire.PartialAnswer) any {
+	return apiwire.ErrorBody{Error: apiwire.Error{Code: row.code, Message: row.msg, RequestID: requestID}, Partial: partial}
+}
+
+// failAs answers err with its row of the error table, written by body, with
+// the status and the retry headers every dialect shares, and hands the
+// detail to the request's log line. A caller that went away gets nothing:
+// there is nobody to read it, and the text generated for it is counted as
+// abandoned. Text that had arrived goes with the error.
+func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, body errorBody) {
 	rec := recordFrom(r.Context())
 	s.note(r, err)
 	var partial *apiwire.PartialAnswer
@@ -258,25 +271,24 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		return
 	}
-	a := toAnswer(err)
-	rec.code = a.code
+	row := rowFor(err)
+	rec.code = row.code
 	h := w.Header()
-	if ms := a.retryAfterMs(); ms > 0 {
-		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(a.retryAfter), 1), 10))
+	if ms := row.retryAfterMs(); ms > 0 {
+		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(row.retryAfter), 1), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(ms, 10))
 	}
-	if a.challenge != "" {
-		h.Set("WWW-Authenticate", a.challenge)
+	if row.challenge != "" {
+		h.Set("WWW-Authenticate", row.challenge)
 	}
-	if !a.shouldRetry() {
+	if !row.shouldRetry() {
 		h.Set("x-should-retry", "false")
 	}
 	stampTiming(w, r)
-	body := apiwire.ErrorBody{Error: apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(r.Context())}, Partial: partial}
 	if partial != nil {
 		rec.completionTokens = partial.CompletionTokens
 	}
-	writeJSON(w, a.status, body)
+	writeJSON(w, row.status, body(row, requestID(r.Context()), partial))
 }
 
 // writeJSON writes v as the JSON body with status.
@@ -292,7 +304,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	// Its length, so that the whole answer can leave before the log line
-	// is written (finish).
+	// is written (sendWhole).
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

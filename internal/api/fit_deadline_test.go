@@ -31,7 +31,7 @@ func TestFitOutOfTimeSaysTheAIServiceWasNotAsked(t *testing.T) {
 	defer cancel()
 	_, err = s.fit(ctx, req, material, 1024)
 	require.Error(t, err)
-	a := toAnswer(err)
+	a := rowFor(err)
 	assert.Equal(t, 500, a.status)
 	assert.Equal(t, "deadline_exceeded", a.code)
 	assert.Contains(t, a.msg, "the AI service was not asked")

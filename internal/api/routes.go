@@ -3,61 +3,92 @@ package api
 import (
 	"cmp"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
 
-// routes lists the whole API. Paths are as the Functions host forwards them
-// (the default routePrefix "api"); "/" is the host's readiness ping.
-func (s *server) routes(r chi.Router) {
-	get(r, "/", s.handleReady())
-	get(r, "/api/health", s.handleHealth())
-	// The chat route checks the caller first (checkCaller).
-	r.Method(http.MethodPost, "/api/chat", chosen{chatRoute{s}})
+// routes lists the whole API and every rule a request passes on its way,
+// in order. Paths are as the Functions host forwards them (the default
+// routePrefix "api"); "/" is the host's readiness ping.
+func (s *server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(
+		s.startBudget,  // the request's deadline, from its first line
+		s.requestID,    // the caller's x-request-id when sane, else a new one
+		s.guardBody,    // an unread body neither stalls the answer nor resets it
+		s.logLine,      // one line per request, once its answer has gone
+		s.checkOrigin,  // 403 to a browser origin not allowed, before anything else
+		s.cors.Handler, // CORS headers; the answer to a preflight
+		s.recoverPanic, // a panic is a readable 500
+	)
+	r.NotFound(s.handleNotFound())
+	r.MethodNotAllowed(s.handleMethodNotAllowed())
+
+	// GET routes answer HEAD too (RFC 9110, 9.3.2; net/http drops the body).
+	r.Method(http.MethodGet, "/", s.handleReady())
+	r.Method(http.MethodHead, "/", s.handleReady())
+	r.Method(http.MethodGet, "/api/health", s.handleHealth())
+	r.Method(http.MethodHead, "/api/health", s.handleHealth())
+
+	// The routes that spend tokens: the caller's deadline holds from here,
+	// the caller check included, and nothing of the request is read before
+	// the caller is known.
+	r.Group(func(r chi.Router) {
+		r.Use(
+			s.clientDeadline,    // x-client-timeout-ms shortens the budget
+			s.requireCaller,     // 401, 403, 503 auth_unavailable
+			s.refuseBadDeadline, // 400 to a malformed x-client-timeout-ms
+		)
+		r.Method(http.MethodPost, "/api/chat", s.handleChat())
+	})
+	return r
 }
 
-// get serves h on GET and on HEAD, as everywhere GET is (RFC 9110, 9.3.2;
-// net/http drops the body). Each is a route of its own, not chi's GetHead
-// middleware: a middleware is a frame on the stack of every request.
-func get(r chi.Router, pattern string, h http.HandlerFunc) {
-	r.Method(http.MethodGet, pattern, chosen{h})
-	r.Method(http.MethodHead, pattern, chosen{h})
+// handleReady answers the Functions host's readiness ping.
+func (s *server) handleReady() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
 }
 
-// chosen is how a route is registered with chi: chi chooses the route (the
-// pattern, the method, a 404 or a 405 when none matches) and front serves
-// it once chi has returned, so that chi's frames (Mux.ServeHTTP, its
-// handler and routeHTTP: 370 bytes) are not on the stack of a request
-// waiting on Azure OpenAI (see BenchmarkHeldRequests). front then keeps
-// the pattern chi chose, for the log line, and gives chi's routing context
-// back to its pool before it serves the route (server.chosen).
-type chosen struct{ h http.Handler }
-
-func (c chosen) ServeHTTP(_ http.ResponseWriter, r *http.Request) {
-	recordFrom(r.Context()).serve = c.h
+// handleHealth says the handler is up and which version it runs, without
+// calling Azure OpenAI.
+func (s *server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+	})
 }
 
-// routeMethods are the methods chi routes; pathPattern asks chi for each.
+func (s *server) handleNotFound() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) }
+}
+
+// routeMethods are the methods chi routes, in the order a 405's Allow
+// header names them.
 var routeMethods = []string{
-	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace,
+	http.MethodConnect, http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions,
+	http.MethodPatch, http.MethodPost, http.MethodPut, http.MethodTrace,
 }
 
-// pathRoute is the pattern of the route r's path matches with some other
-// method than r's, as chi matches it, and the methods that path takes, for
-// the 405's Allow header (RFC 9110, 15.5.6: a 405 names them); "" and none
-// when no route has that path (chi also answers 405 to a method it does
-// not know, whatever the path). Only a 405 pays for it.
-func (s *server) pathRoute(r *http.Request) (pattern string, allow []string) {
-	path := cmp.Or(r.URL.RawPath, r.URL.Path, "/")
-	rctx := s.routing.Get().(*chi.Context)
-	defer s.routing.Put(rctx)
-	for _, m := range routeMethods {
-		rctx.Reset()
-		if p := s.mux.Find(rctx, m, path); p != "" {
-			pattern = cmp.Or(pattern, p)
-			allow = append(allow, m)
+// handleMethodNotAllowed answers a path asked with a method it does not
+// take (or a method chi does not know), naming in Allow the methods the
+// path does take (RFC 9110, 15.5.6). chi matches a route only on path and
+// method together, so the path's own route, for the log line, is found
+// here.
+func (s *server) handleMethodNotAllowed() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		routes, path := chi.RouteContext(r.Context()).Routes, cmp.Or(r.URL.RawPath, r.URL.Path)
+		var allow []string
+		for _, m := range routeMethods {
+			if pattern := routes.Find(chi.NewRouteContext(), m, path); pattern != "" {
+				recordFrom(r.Context()).route = pattern
+				allow = append(allow, m)
+			}
 		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
+		s.fail(w, r, errMethodNotAllowed)
 	}
-	return pattern, allow
 }

@@ -6,16 +6,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
-	"github.com/timebox-dev/timebox/internal/prompt"
 )
 
 // errAnswerFiltered ends a stream whose answer the content filter stopped
 // (finish_reason content_filter). Only a stream's error event carries it;
 // a caller that does not stream gets the 200 with that finishReason.
-var errAnswerFiltered = &Error{http.StatusBadRequest, "content_filtered",
+var errAnswerFiltered = &Error{http.StatusBadRequest, apiwire.CodeContentFiltered,
 	"The rest of the answer was blocked by the content filter."}
 
 // stream answers as server-sent events: a delta per piece of the answer as
@@ -25,7 +23,7 @@ var errAnswerFiltered = &Error{http.StatusBadRequest, "content_filtered",
 // an error event: before the first delta one that carries that status and
 // its retry hints (judged by the client's rule as the JSON answer would
 // be), after it one that is never retried.
-func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request, fit prompt.Result) {
+func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) {
 	ctx := r.Context()
 	rec := recordFrom(ctx)
 	rec.stream = true
@@ -33,6 +31,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 	// upstream call; one that stops reading is cut by the write deadline.
 	deadline, _ := ctx.Deadline()
 	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	req := call.req
 	req.OnDelta = func(text string) {
 		rec.firstToken(text)
 		es.delta(text)
@@ -60,12 +59,12 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 		err = errAnswerFiltered
 		fallthrough
 	case err != nil:
-		a := toAnswer(err)
+		a := rowFor(err)
 		rec.code = a.code
 		s.countTokens(rec, generated, es.delivered())
 		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
 	default:
-		es.last(eventDone, chatResponse(ctx, *resp, fit))
+		es.last(eventDone, chatResponse(ctx, *resp, call.fit))
 	}
 	if es.gone() || callerGone {
 		// The caller went away, or stopped reading: nobody reads the rest.
@@ -79,7 +78,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, req aoai.Request
 // hints of the JSON answer the caller would otherwise have had: the attempt
 // failed before its first token, and the client's rule judges it as that
 // answer. After a delta nothing is retried, so it carries none.
-func streamError(ctx context.Context, a answer, partial bool) apiwire.StreamError {
+func streamError(ctx context.Context, a errorRow, partial bool) apiwire.StreamError {
 	e := apiwire.StreamError{Error: apiwire.Error{Code: a.code, Message: a.msg, RequestID: requestID(ctx)}, Partial: partial}
 	if !partial {
 		shouldRetry := a.shouldRetry()

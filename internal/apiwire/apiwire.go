@@ -50,3 +50,32 @@ type StreamError struct {
 	// only when Partial is false.
 	ShouldRetry *bool `json:"shouldRetry,omitempty"`
 }
+
+// The codes of the server's error answers (docs/api.md, "Errors"). A code is
+// stable: clients and operators match on it, never on the message.
+const (
+	CodeInvalidRequest        = "invalid_request"
+	CodeUnsupportedMediaType  = "unsupported_media_type"
+	CodeBodyTooLarge          = "body_too_large"
+	CodePromptTooLarge        = "prompt_too_large"
+	CodeNotFound              = "not_found"
+	CodeMethodNotAllowed      = "method_not_allowed"
+	CodeOriginNotAllowed      = "origin_not_allowed"
+	CodeUnauthenticated       = "unauthenticated"
+	CodeForbidden             = "forbidden"
+	CodeAuthUnavailable       = "auth_unavailable"
+	CodeOverloaded            = "overloaded"
+	CodeDeadlineExceeded      = "deadline_exceeded"
+	CodeFetchTimeout          = "fetch_timeout"
+	CodeExtractTimeout        = "extract_timeout"
+	CodeURLBlocked            = "url_blocked"
+	CodeURLUnreachable        = "url_unreachable"
+	CodeUnsupportedDocument   = "unsupported_document"
+	CodeDocumentUnreadable    = "document_unreadable"
+	CodeContentFiltered       = "content_filtered"
+	CodeRateLimited           = "rate_limited"
+	CodeUpstreamUnavailable   = "upstream_unavailable"
+	CodeUpstreamError         = "upstream_error"
+	CodeUpstreamMisconfigured = "upstream_misconfigured"
+	CodeInternalError         = "internal_error"
+)

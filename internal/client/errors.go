@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
@@ -57,7 +58,7 @@ func (r attemptResult) callError(attempts int, elapsed time.Duration, d retry.De
 		RequestID: r.errBody.Error.RequestID,
 		Attempts:  attempts,
 		Elapsed:   elapsed,
-		Timeout:   d.Timeout || r.timedOut || r.errBody.Error.Code == "deadline_exceeded",
+		Timeout:   d.Timeout || r.timedOut || r.errBody.Error.Code == apiwire.CodeDeadlineExceeded,
 		Reason:    d.Reason,
 	}
 	e.serverSaysWhen = r.header.Get("retry-after-ms") != "" && e.Message != ""

@@ -66,7 +66,7 @@ read:
 			}
 			r.streamErr = &CallError{Status: http.StatusOK, Code: e.Error.Code, Message: e.Error.Message,
 				RequestID: cmp(e.Error.RequestID, requestID), Reason: retry.ReasonNotRetryable,
-				Timeout: e.Error.Code == "deadline_exceeded"}
+				Timeout: e.Error.Code == apiwire.CodeDeadlineExceeded}
 			if r.streamErr.Code == "" {
 				r.streamErr.Code, r.streamErr.Message = "invalid_response", "The service ended the answer with an error that could not be read."
 			}

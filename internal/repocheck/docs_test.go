@@ -168,22 +168,36 @@ func stringValue(n ast.Node) (string, bool) {
 func handlerErrorCodes(t *testing.T, root string) (exact, suffixes map[string]string) {
 	t.Helper()
 	exact, suffixes = map[string]string{}, map[string]string{}
+	type pkg struct {
+		dir   string
+		files []*ast.File
+		names []string
+	}
+	var pkgs []pkg
 	for _, dir := range handlerPackageDirs(t, root) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
-		var files []*ast.File
-		var names []string
+		p := pkg{dir: dir}
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
 				continue
 			}
 			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
 			require.NoError(t, err, e.Name())
-			files = append(files, f)
-			names = append(names, e.Name())
+			p.files = append(p.files, f)
+			p.names = append(p.names, e.Name())
 		}
-		rel, _ := filepath.Rel(root, dir)
-		codesOf(files, names, filepath.ToSlash(rel), exact, suffixes)
+		pkgs = append(pkgs, p)
+	}
+	// A code may be a constant of another package (apiwire.CodeNotFound):
+	// the string constants of every handler package, by name.
+	consts := map[string]string{}
+	for _, p := range pkgs {
+		stringConsts(p.files, consts)
+	}
+	for _, p := range pkgs {
+		rel, _ := filepath.Rel(root, p.dir)
+		codesOf(p.files, p.names, filepath.ToSlash(rel), consts, exact, suffixes)
 	}
 	return exact, suffixes
 }
@@ -201,8 +215,8 @@ func handlerPackageDirs(t *testing.T, root string) []string {
 	return dirs
 }
 
-func codesOf(files []*ast.File, names []string, dir string, exact, suffixes map[string]string) {
-	consts := map[string]string{}
+// stringConsts adds the string constants declared in files to consts.
+func stringConsts(files []*ast.File, consts map[string]string) {
 	for _, f := range files {
 		for _, d := range f.Decls {
 			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
@@ -219,6 +233,9 @@ func codesOf(files []*ast.File, names []string, dir string, exact, suffixes map[
 			}
 		}
 	}
+}
+
+func codesOf(files []*ast.File, names []string, dir string, consts, exact, suffixes map[string]string) {
 	add := func(e ast.Expr, where string) {
 		switch e := e.(type) {
 		case *ast.BasicLit:
@@ -227,6 +244,10 @@ func codesOf(files []*ast.File, names []string, dir string, exact, suffixes map[
 			}
 		case *ast.Ident:
 			if v, ok := consts[e.Name]; ok && errorCode.MatchString(v) {
+				exact[v] = where
+			}
+		case *ast.SelectorExpr:
+			if v, ok := consts[e.Sel.Name]; ok && errorCode.MatchString(v) {
 				exact[v] = where
 			}
 		case *ast.BinaryExpr:

@@ -8,21 +8,87 @@ import (
 	"time"
 )
 
-// A request body ties up its connection until it has arrived. net/http,
+// guardBody keeps a request body from tying up its connection. net/http,
 // when a handler answers without reading the body (a 415, a 404, a 403, a
 // 503 overloaded), reads what is left of it before sending the answer, so
-// that the connection can serve the next request: a body that stalled
-// after one byte held the answer back and the connection open for ever
-// (2,000 such held 2,000 descriptors). bodyConn bounds that. The read
-// deadline of a request with a body is the request's budget from its first
-// line; and when the handler has answered before the body was in, the read
-// is ended at once, so net/http's drain fails and the answer goes out at
+// that the connection can serve the next request: a body that stalls after
+// one byte would hold the answer back and the connection open for ever.
+// So the read deadline of a request with a body is the request's budget;
+// and when the handler answers before the body is in, the read is ended at
+// once (endRead), so net/http's drain fails and the answer goes out at
 // once, with Connection: close. The connection is then closed the way a
 // careful server closes one whose peer is still sending (linger): a plain
 // close with unread bytes makes the kernel send a reset, and a client still
-// writing its body (a browser's upload, Go's http.Client) then reports a
-// network error instead of the answer it was sent (19 of 20 16 MiB uploads
-// answered 415 did).
+// writing its body (a browser's upload, Go's http.Client) would report a
+// network error instead of the answer it was sent.
+func (s *server) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline, _ := r.Context().Deadline()
+		body := watchBody(w, r, deadline)
+		if body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		bw := &bodyWriter{ResponseWriter: w, body: body}
+		next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+		if !bw.started {
+			// Nothing was written: net/http's empty 200 is the answer.
+			body.endRead()
+		}
+		if sendWhole(w) {
+			body.linger(s.Lingering)
+		}
+	})
+}
+
+type bodyKey struct{}
+
+// bodyFrom is the guarded body of ctx's request; nil when it has none.
+func bodyFrom(ctx context.Context) *bodyConn {
+	c, _ := ctx.Value(bodyKey{}).(*bodyConn)
+	return c
+}
+
+// bodyWriter ends the connection's read of a body still unread when the
+// answer starts (its status is written), before net/http decides on
+// Connection: close.
+type bodyWriter struct {
+	http.ResponseWriter
+	body    *bodyConn
+	started bool
+}
+
+func (w *bodyWriter) WriteHeader(code int) {
+	if !w.started {
+		w.started = true
+		w.body.endRead()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *bodyWriter) Write(p []byte) (int, error) {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns net/http's writer (http.ResponseController).
+func (w *bodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sendWhole hands an answer of known length (Content-Length set, as
+// writeJSON does) to the connection now, rather than when the handler
+// returns, and reports whether it did. An answer of unknown length is left
+// to net/http, which can then still give it a length or close it: a flush
+// now would make it chunked.
+func sendWhole(w http.ResponseWriter) bool {
+	if w.Header().Get("Content-Length") == "" {
+		return false
+	}
+	return http.NewResponseController(w).Flush() == nil
+}
+
+// bodyConn is guardBody's hold on one request's body and connection.
 type bodyConn struct {
 	rc   *http.ResponseController
 	body *watchedBody
@@ -49,9 +115,7 @@ func watchBody(w http.ResponseWriter, r *http.Request, deadline time.Time) *body
 }
 
 // endRead ends the connection's read now if the handler has answered before
-// the body was in (see bodyConn). statusWriter.stamp calls it when the
-// answer starts, before it decides on Connection: close.
-// What of an unread body net/http has already taken off the connection is
+// the body was in (see guardBody). What of an unread body net/http has already taken off the connection is
 // read and dropped first, as net/http would before answering: a body that
 // had all arrived (a small JSON body refused with 415, 404, 403, 400) leaves
 // the connection open for the caller's next request (and linger leaves it
@@ -62,7 +126,7 @@ func (c *bodyConn) endRead() {
 	}
 	_ = c.rc.SetReadDeadline(time.Now())
 	if c.awaitsContinue {
-		// Reading would send the 100 Continue (stamp runs before net/http
+		// Reading would send the 100 Continue (this runs before net/http
 		// has the status that stops it), inviting the upload this answer
 		// refuses: the connection is closed instead, as net/http closes one
 		// whose 100-continue body it never read.
@@ -85,7 +149,7 @@ const (
 )
 
 // linger closes the connection of a request answered before its body was
-// in, once the answer has been sent (finish calls it after the log line):
+// in, once the answer has been sent and logged:
 // it takes the connection from net/http, ends its writing side (the client
 // reads the answer, then the end of the stream), reads and drops what the
 // client still sends for lingerFor at most, and closes it. A connection

@@ -1,0 +1,236 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/timebox-dev/timebox/internal/budget"
+)
+
+// logLine writes the request's one log line once its answer has gone: an
+// answer of known length is handed to the connection first (sendWhole), so
+// the caller does not wait for the line. What the line says beyond the
+// request and its answer (upstream attempts, tokens, phases, the caller)
+// the handlers note in the request's record.
+func (s *server) logLine(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &record{}
+		if b := budget.From(r.Context()); b != nil {
+			rec.started = b.Started
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
+		next.ServeHTTP(sw, r)
+		sendWhole(sw)
+		s.logRequest(r, rec, sw.status)
+	})
+}
+
+// record is what a request's log line says beyond the request itself;
+// handlers fill it in (recordFrom).
+type record struct {
+	started          time.Time // the budget's start
+	route            string    // the route's pattern when chi notes none (a 405)
+	phases           []phase
+	attempts         int
+	upstreamStatus   int
+	upstreamID       string        // Azure's apim-request-id of the last attempt
+	promptTokens     int           // billed: Azure's usage (see billedPrompt)
+	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
+	completionTokens int           // delivered to the caller
+	abandonedTokens  int           // generated, but the caller never got them
+	firstTokenAt     time.Duration // since the request began; 0: no token came
+	stream           bool          // answered as server-sent events
+	truncated        bool
+	code             string
+	// countPrompt counts the prompt sent upstream, for an answer cut short
+	// before Azure's usage came when fitting skipped counting (small
+	// requests); nil when the prompt was counted or none was sent.
+	countPrompt func() int
+	callerOID   string // the verified caller's object id and tenant id:
+	callerTID   string // the only things about a caller that are logged
+	err         error
+}
+
+type recordKey struct{}
+
+// recordFrom is the record of ctx's request; a record of its own, logged
+// nowhere, outside logLine.
+func recordFrom(ctx context.Context) *record {
+	if rec, ok := ctx.Value(recordKey{}).(*record); ok {
+		return rec
+	}
+	return &record{}
+}
+
+// billedPrompt is the prompt tokens Azure billed: its usage, or, for an
+// answer cut short after text came back but before the usage frame (a
+// deadline, a reset, a caller gone mid-answer), the prompt that was sent,
+// which Azure processed. A refused attempt (a fast 429 or 5xx) or a call
+// never made bills nothing, however large the counted prompt.
+func (rec *record) billedPrompt() int {
+	if rec.promptTokens > 0 || rec.completionTokens+rec.abandonedTokens == 0 {
+		return rec.promptTokens
+	}
+	if rec.countedPrompt > 0 {
+		return rec.countedPrompt
+	}
+	if rec.countPrompt != nil {
+		return rec.countPrompt()
+	}
+	return 0
+}
+
+// phase is one timed step of a request: "material" (fetching and extracting),
+// "prompt" (fitting), "upstream" (the Azure OpenAI call, retries included).
+type phase struct {
+	name string
+	dur  time.Duration
+}
+
+// firstToken notes when the answer's first piece arrived from upstream
+// (an aoai.Request.OnDelta): the time to first token, the figure a slow
+// model or region shows first.
+func (rec *record) firstToken(string) {
+	if rec.firstTokenAt == 0 && !rec.started.IsZero() {
+		rec.firstTokenAt = time.Since(rec.started)
+	}
+}
+
+// since records a phase that began at start.
+func (rec *record) since(name string, start time.Time) {
+	rec.phases = append(rec.phases, phase{name, time.Since(start)})
+}
+
+// stampTiming sets Server-Timing (W3C Server Timing, shown by every browser's
+// devtools and by PerformanceResourceTiming.serverTiming) with the phases
+// and the total, so where the time went is visible from the web part, and
+// Timing-Allow-Origin for an allowed origin, without which a cross-origin
+// page cannot read it.
+func stampTiming(w http.ResponseWriter, r *http.Request) {
+	rec, b := recordFrom(r.Context()), budget.From(r.Context())
+	if b == nil {
+		return
+	}
+	var sb strings.Builder
+	for _, p := range rec.phases {
+		fmt.Fprintf(&sb, "%s;dur=%.1f, ", p.name, float64(p.dur.Microseconds())/1000)
+	}
+	fmt.Fprintf(&sb, "total;dur=%.1f", float64(time.Since(b.Started).Microseconds())/1000)
+	h := w.Header()
+	h.Set("Server-Timing", sb.String())
+	if o := h.Get("Access-Control-Allow-Origin"); o != "" {
+		h.Set("Timing-Allow-Origin", o)
+	}
+}
+
+// logRequest writes the request's one log line.
+func (s *server) logRequest(r *http.Request, rec *record, status int) {
+	ctx := r.Context()
+	b := budget.From(ctx)
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if rec.code == codeClientGone {
+		status = 499 // the caller went away before an answer (nginx's code for it)
+	}
+	level := slog.LevelInfo
+	if r.URL.Path == "/" {
+		level = slog.LevelDebug // the host's readiness ping
+	}
+	route := rec.route
+	if rctx := chi.RouteContext(ctx); rctx != nil {
+		route = cmp.Or(rctx.RoutePattern(), route)
+	}
+	attrs := []slog.Attr{
+		slog.String("requestId", requestID(ctx)),
+		slog.String("method", r.Method),
+		slog.String("route", cmp.Or(route, "unmatched")),
+		slog.Int("status", status),
+		slog.Int64("elapsedMs", time.Since(b.Started).Milliseconds()),
+		slog.Int64("budgetMs", b.Deadline.Sub(b.Started).Milliseconds()),
+	}
+	if b.ClientTimeout > 0 {
+		attrs = append(attrs, slog.Int64("clientTimeoutMs", b.ClientTimeout.Milliseconds()))
+	}
+	if rec.attempts > 0 {
+		attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+	}
+	if rec.upstreamID != "" {
+		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
+	}
+	if billed := rec.billedPrompt(); billed > 0 || rec.completionTokens > 0 {
+		attrs = append(attrs, slog.Int("promptTokens", billed), slog.Int("completionTokens", rec.completionTokens))
+	}
+	if rec.countedPrompt > 0 {
+		attrs = append(attrs, slog.Int("promptTokensCounted", rec.countedPrompt))
+	}
+	if rec.promptTokens > 0 || rec.completionTokens > 0 || rec.countedPrompt > 0 {
+		attrs = append(attrs, slog.Bool("truncated", rec.truncated))
+	}
+	if rec.abandonedTokens > 0 {
+		attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
+	}
+	if rec.stream {
+		attrs = append(attrs, slog.Bool("stream", true))
+	}
+	if rec.firstTokenAt > 0 {
+		attrs = append(attrs, slog.Int64("firstTokenMs", rec.firstTokenAt.Milliseconds()))
+	}
+	for _, p := range rec.phases {
+		attrs = append(attrs, slog.Int64(p.name+"Ms", p.dur.Milliseconds()))
+	}
+	if rec.callerOID != "" {
+		attrs = append(attrs, slog.String("callerOid", rec.callerOID), slog.String("callerTid", rec.callerTID))
+	}
+	if rec.code != "" {
+		attrs = append(attrs, slog.String("code", rec.code))
+	}
+	if bodyFrom(ctx).unread() {
+		// Answered before the body was in: the connection is closed
+		// after the answer, not kept for another request.
+		attrs = append(attrs, slog.Bool("bodyUnread", true))
+	}
+	if rec.err != nil {
+		attrs = append(attrs, slog.String("error", rec.err.Error()))
+	}
+	s.Logger.LogAttrs(context.Background(), level, "request", attrs...)
+}
+
+// statusWriter notes the answer's status for the log line. Only the first
+// status goes through, as only the first counts (net/http logs the others
+// as superfluous); 1xx are passed on unnoted. It unwraps
+// (http.ResponseController) to net/http's writer for flushes, deadlines
+// and hijacking.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	if w.status == 0 {
+		w.status = code
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the writer it wraps (http.ResponseController).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
