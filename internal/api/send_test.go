@@ -40,7 +40,7 @@ func (g *gatedLogs) Write(p []byte) (int, error) {
 func (g *gatedLogs) release() { g.once.Do(func() { close(g.open) }) }
 
 // An answer of known length reaches the caller before the request's log line
-// is written (statusWriter.send): writing the line is one more system call,
+// is written (sendWhole): writing the line is one more system call,
 // and a caller waiting for it is time a plain Go handler does not cost
 // (make perf's p50 row). The line is still written, after.
 func TestTheAnswerLeavesBeforeTheLogLine(t *testing.T) {
