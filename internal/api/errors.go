@@ -162,7 +162,7 @@ func upstreamRow(e *aoai.Error) errorRow {
 	case aoai.KindCredential:
 		// A configuration error, not a hiccup: every question fails alike
 		// until the credential is fixed, so nothing asks again.
-		return answer{status: http.StatusInternalServerError, code: "upstream_auth_unavailable",
+		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeUpstreamAuthUnavailable,
 			msg: "The service cannot sign in to Azure OpenAI, so the question was not sent. Its administrators find why in the handler's log: it needs an Entra ID sign-in that works (az login on a workstation, a managed identity in Azure) or an API key."}
 	case aoai.KindSlowFailure:
 		return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeUpstreamError,
