@@ -265,11 +265,13 @@ func (g *generation) end(status string, err *responseError, reason string) {
 		g.emit(partEvent{Type: "response.content_part.done", ItemID: g.msgID, Part: newOutputText(text)})
 		g.emit(itemEvent{Type: "response.output_item.done", Item: g.item(itemStatus)})
 	}
+	// The status and the event that says it change together: a stream
+	// that sees the response ended has its last event.
 	g.mu.Lock()
 	g.status, g.err, g.reason = status, err, reason
 	g.finished = time.Now().Unix()
+	g.emitLocked(responseEvent{Type: "response." + status, Response: g.objectLocked()})
 	g.mu.Unlock()
-	g.emitResponse("response." + status)
 	if status != statusFailed {
 		g.s.bill(g.prompt, g.tokens)
 	}
@@ -336,6 +338,11 @@ func (g *generation) emitResponse(typ string) {
 func (g *generation) emit(ev any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.emitLocked(ev)
+}
+
+// emitLocked is emit with g.mu held.
+func (g *generation) emitLocked(ev any) {
 	seq := len(g.events)
 	var typ string
 	switch e := ev.(type) {
@@ -380,6 +387,11 @@ func (g *generation) emit(ev any) {
 func (g *generation) object() responseObject {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.objectLocked()
+}
+
+// objectLocked is object with g.mu held.
+func (g *generation) objectLocked() responseObject {
 	o := g.template
 	o.Status = g.status
 	o.Output = []outputItem{}
