@@ -265,6 +265,11 @@ func (g *generation) end(status string, err *responseError, reason string) {
 		g.emit(partEvent{Type: "response.content_part.done", ItemID: g.msgID, Part: newOutputText(text)})
 		g.emit(itemEvent{Type: "response.output_item.done", Item: g.item(itemStatus)})
 	}
+	// Billed before the end is told: a client that has the usage finds
+	// it in Stats.
+	if status != statusFailed {
+		g.s.bill(g.prompt, g.tokens)
+	}
 	// The status and the event that says it change together: a stream
 	// that sees the response ended has its last event.
 	g.mu.Lock()
@@ -272,9 +277,6 @@ func (g *generation) end(status string, err *responseError, reason string) {
 	g.finished = time.Now().Unix()
 	g.emitLocked(responseEvent{Type: "response." + status, Response: g.objectLocked()})
 	g.mu.Unlock()
-	if status != statusFailed {
-		g.s.bill(g.prompt, g.tokens)
-	}
 }
 
 // cancel stops a running background response (with race, it completes
