@@ -1,15 +1,19 @@
-# timebox: see README.md. Every target is phony; one line per recipe.
+# timebox: see README.md (`make help` lists the targets; plain `make` runs `make run`). Every target is phony; one line per recipe.
 BINARY := handler
 DIST ?= dist
 PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run azurite test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
+.PHONY: run help azurite test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
 	bash scripts/run.sh
+
+# help: every target, with what it does (plain `make` runs `make run`, the first target).
+help:
+	@echo 'make with no target runs make run.' && awk '/^# [a-z0-9-]+: /{c=substr($$0,3); next} /^# /{c=c " " substr($$0,3); next} /^[a-z0-9-]+:/{i=index(c,": "); if(i) printf "  make %-12s %s\n", substr(c,1,i-1), substr(c,i+2)} {c=""}' $(firstword $(MAKEFILE_LIST))
 
 # test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests; the SPFx solution).
 test: lint test-go test-client test-e2e test-spfx
@@ -54,12 +58,12 @@ build:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
-# perf: the handler side by side with plain-Go floors on a local upstream (issue 11's table; one to two minutes).
+# perf: the handler side by side with plain-Go floors on a local upstream (docs/operations.md, Performance; one to two minutes).
 # PERF_BEFORE=<git revision> measures that revision's handler in the same rounds. Not part of make test.
 perf:
 	bash scripts/perf.sh
 
-# hostile: issue 7's memory rows and the rows of callers that stop reading, against the real binary; peak RSS, holds, exit.
+# hostile: the memory rows and the rows of callers that stop reading, against the real binary; peak RSS, holds, exit.
 hostile:
 	bash scripts/hostile.sh
 
@@ -71,9 +75,10 @@ fuzz:
 sim:
 	go run ./cmd/aoaisim -addr 127.0.0.1:8081 -api-key sim-key
 
-# start: the real Functions host (Azure Functions Core Tools 4.x) over the built handler; needs local.settings.json.
-start: build
-	func start
+# start: the real Functions host (Azure Functions Core Tools 4.x, the func command) over the built handler; needs
+# local.settings.json (copy local.settings.json.example, which calls the simulator: run make sim in another terminal first).
+start:
+	@bash scripts/start.sh
 
 # package: what to deploy (host.json, the function folder, the handler binary), staged in DIST (the folder
 # azure.yaml names; azd zips it) and zipped as PACKAGE (for az functionapp deployment or func). Both git-ignored.

@@ -22,7 +22,9 @@ if [ "${AUTH_MODE:-}" = entra ] && [ -z "${AZURE_AUTHORITY_HOST:-}" ]; then
   export AZURE_AUTHORITY_HOST="http://$SIM_ADDR" AUTH_TENANTS=${AUTH_TENANTS:-11111111-2222-4333-8444-555555555555}
   export AUTH_AUDIENCE=${AUTH_AUDIENCE:-api://timebox-local} AUTH_REQUIRED_SCOPE=${AUTH_REQUIRED_SCOPE:-user_impersonation}
 fi
-if [ -n "$LOCAL_ISSUER" ] || [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
+SIMULATED=
+if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then SIMULATED=1; fi
+if [ -n "$LOCAL_ISSUER" ] || [ -n "$SIMULATED" ]; then
   go build -o bin/aoaisim ./cmd/aoaisim
   ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} > bin/aoaisim.log &
   pids+=($!)
@@ -58,8 +60,17 @@ if [ -f demo/serve.mjs ] && [ -f client/package.json ]; then
 fi
 
 API="http://127.0.0.1:$PORT/api"
-cat <<MSG
-handler: $API  (budget ${REQUEST_BUDGET:-200s}, fast-failure threshold ${FAST_FAILURE_THRESHOLD:-30s})
+echo "handler: $API  (budget ${REQUEST_BUDGET:-200s}, fast-failure threshold ${FAST_FAILURE_THRESHOLD:-30s})"
+if [ -z "$SIMULATED" ]; then
+  # A real Azure OpenAI: the simulator's directives would be sent to it as words of the question.
+  cat <<MSG
+Azure OpenAI: $AZURE_OPENAI_ENDPOINT, deployment ${AZURE_OPENAI_DEPLOYMENT:-?} (${AZURE_OPENAI_API_KEY:+api-key}${AZURE_OPENAI_API_KEY:-Entra ID: az login, or a managed identity}). Try:
+  curl -s $API/health
+  curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Say hello in one sentence."}]}'
+  go run ./cmd/timebox ask --url http://127.0.0.1:$PORT "Say hello in one sentence."
+MSG
+else
+  cat <<MSG
 Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaitest/README.md):
   curl -s $API/health
   curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."}]}'
@@ -73,6 +84,7 @@ Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaite
   curl -si $API/chat -H 'content-type: application/json' -H 'Origin: https://evil.example' -d '{"messages":[{"role":"user","content":"hi"}]}'  # 403 origin_not_allowed
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:hang]] hi"}]}'        # waits the whole budget (200 s), then 500 deadline_exceeded
 MSG
+fi
 if [ -n "$TOKEN_URL" ]; then
   cat <<MSG
 AUTH_MODE=entra: every chat call needs a token; the simulator is Entra ID (authority $AZURE_AUTHORITY_HOST,

@@ -97,7 +97,7 @@ func (a *App) CheckSignIn(ctx context.Context) {
 	case errors.As(err, &upErr) && upErr.Kind == aoai.KindCredential:
 		a.Logger.Warn("cannot sign in to Azure OpenAI: every question will be answered 500 upstream_auth_unavailable "+
 			"until it can. Set AZURE_OPENAI_API_KEY, or sign in where the handler runs (az login), or give the app a "+
-			"managed identity with access to the resource (docs/operations.md)", "error", err.Error())
+			"managed identity with access to the resource (docs/operations.md)", "error", upErr.Err.Error())
 	case try.Err() != nil:
 		a.Logger.Warn("no Azure OpenAI token within the start-up check's time; the first question tries again",
 			"timeoutMs", signInTimeout.Milliseconds(), "error", err.Error())
