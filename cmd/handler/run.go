@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, app.Ext{Logs: stdout, Version: version})
+	a, err := app.New(cfg, app.Seams{Logs: stdout, Version: version})
 	if err != nil {
 		return err
 	}

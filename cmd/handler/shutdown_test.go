@@ -72,7 +72,7 @@ func TestShutdownWaitsForALingeringConnection(t *testing.T) {
 	}
 	cfg, err := config.Load(func(k string) string { return settings[k] })
 	require.NoError(t, err)
-	a, err := app.New(cfg, app.Ext{Version: "test"})
+	a, err := app.New(cfg, app.Seams{Version: "test"})
 	require.NoError(t, err)
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 		require.NoError(t, err)
 		_, upstream := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
 		var logs lockedBuffer
-		a, err := app.New(cfg, app.Ext{Logs: &logs, Version: "test", Upstream: upstream})
+		a, err := app.New(cfg, app.Seams{Logs: &logs, Version: "test", Upstream: upstream})
 		require.NoError(t, err)
 		ln := memnet.Listen()
 		ctx, cancel := context.WithCancel(context.Background())

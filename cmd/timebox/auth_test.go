@@ -80,7 +80,7 @@ func entraStack(t *testing.T, iss *issuertest.Issuer) (*http.Client, string) {
 	require.NoError(t, err)
 	_, simClient := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
 	_, idpClient := memnet.Serve(t, iss)
-	a, err := app.New(cfg, app.Ext{Version: "test", Upstream: simClient, Authority: idpClient})
+	a, err := app.New(cfg, app.Seams{Version: "test", Upstream: simClient, Authority: idpClient})
 	require.NoError(t, err)
 	_, hc := memnet.Serve(t, a.Handler)
 

@@ -50,7 +50,7 @@ func runTheStackWith(t *testing.T, sim aoaitest.Options, onOut func(string), arg
 
 		sim.APIKey, sim.Deployments = key, []string{"gpt-4o-mini"}
 		_, simClient := memnet.Serve(t, aoaitest.New(sim))
-		a, cerr := app.New(cfg, app.Ext{Version: "test", Upstream: simClient})
+		a, cerr := app.New(cfg, app.Seams{Version: "test", Upstream: simClient})
 		require.NoError(t, cerr)
 		h := a.Handler
 

@@ -54,7 +54,7 @@ func (u instant) Do(r *http.Request) (*http.Response, error) {
 func benchHandler(b *testing.B, transport interface {
 	Do(*http.Request) (*http.Response, error)
 }) http.Handler {
-	a := stack(b, "http://127.0.0.1:8081", app.Ext{Upstream: transport})
+	a := stack(b, "http://127.0.0.1:8081", app.Seams{Upstream: transport})
 	return a.Handler
 }
 

@@ -101,26 +101,26 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	// The stack as the binary builds it from the same settings (app.New);
 	// only the network is the test's.
 	logs := &syncBuffer{}
-	ext := app.Ext{
+	seams := app.Seams{
 		Logs: logs, Version: "test", Upstream: client,
 		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,
 		Extractor: o.extractor, Credential: o.credential,
 	}
 	if o.issuer != nil {
 		// Entra ID is the local issuer, whatever AZURE_AUTHORITY_HOST names.
-		_, ext.Authority = memnet.Serve(t, o.issuer)
+		_, seams.Authority = memnet.Serve(t, o.issuer)
 	}
-	a, err := app.New(cfg, ext)
+	a, err := app.New(cfg, seams)
 	require.NoError(t, err)
 	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg}
 }
 
 // stack is the whole handler as app.New builds it from the default test
 // settings, calling Azure OpenAI at endpoint (a real test server's URL, or
-// any loopback URL when ext.Upstream carries the calls); ext as app.New
+// any loopback URL when seams.Upstream carries the calls); seams as app.New
 // takes it. For tests and benchmarks that need the stack without the
 // simulator harness: the real transport, a slow stdout.
-func stack(tb testing.TB, endpoint string, ext app.Ext) *app.App {
+func stack(tb testing.TB, endpoint string, seams app.Seams) *app.App {
 	tb.Helper()
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{
@@ -129,7 +129,7 @@ func stack(tb testing.TB, endpoint string, ext app.Ext) *app.App {
 		}[k]
 	})
 	require.NoError(tb, err)
-	a, err := app.New(cfg, ext)
+	a, err := app.New(cfg, seams)
 	require.NoError(tb, err)
 	return a
 }

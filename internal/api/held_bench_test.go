@@ -41,7 +41,7 @@ func BenchmarkHeldRequests(b *testing.B) {
 		<-r.Context().Done()
 	}))
 	defer up.Close()
-	a := stack(b, up.URL, app.Ext{})
+	a := stack(b, up.URL, app.Seams{})
 	for _, tt := range []struct {
 		name string
 		h    http.Handler

@@ -55,7 +55,7 @@ func TestTheAnswerLeavesBeforeTheLogLine(t *testing.T) {
 			sim := aoaitest.New(aoaitest.Options{APIKey: simKey, Deployments: []string{"gpt-4o-mini"}})
 			_, upstream := memnet.Serve(t, sim)
 			logs := &gatedLogs{open: make(chan struct{})}
-			a := stack(t, "http://127.0.0.1:8081", app.Ext{Logs: logs, Upstream: upstream})
+			a := stack(t, "http://127.0.0.1:8081", app.Seams{Logs: logs, Upstream: upstream})
 			_, client := memnet.Serve(t, a.Handler)
 
 			answered := make(chan int, 1)

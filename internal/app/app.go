@@ -3,7 +3,8 @@
 // fetcher, the document extractor, the tokenizer, the logger). The handler
 // binary (cmd/handler) and every test that needs the whole stack build it
 // here, from the same configuration, so what the binary runs is what the
-// tests check. Ext swaps only what a test must: the network.
+// tests check. Seams are what a test swaps: the network, and nothing else
+// of substance.
 package app
 
 import (
@@ -31,10 +32,12 @@ import (
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
-// Ext is what New takes from outside the configuration: where the logs go,
-// the build's version, and the seams a test uses to run the stack without
-// the real network. The zero value is production with the logs discarded.
-type Ext struct {
+// Seams is what New takes from outside the configuration: where the logs
+// go, the build's version, and the seams where a test puts its own network
+// (the simulator's transport, a fake DNS and dialer, a local token issuer)
+// in place of the real one. The zero value is production with the logs
+// discarded.
+type Seams struct {
 	// Logs receives the JSON log lines (stdout in the binary); nil discards them.
 	Logs io.Writer
 	// Version is the build's version, reported by /api/health and sent in
@@ -66,7 +69,7 @@ type Ext struct {
 type App struct {
 	// Handler serves every route.
 	Handler http.Handler
-	// Logger writes JSON lines to Ext.Logs at cfg.LogLevel; the binary's
+	// Logger writes JSON lines to Seams.Logs at cfg.LogLevel; the binary's
 	// own lines (listening, shutting down, the server's errors) use it too.
 	Logger *slog.Logger
 	// Lingering counts the connections the handler has taken from net/http
@@ -108,8 +111,8 @@ func (a *App) CheckSignIn(ctx context.Context) {
 
 // New builds the stack from cfg. It fails when the tokenizer, the
 // credential or the upstream client cannot be built.
-func New(cfg config.Config, ext Ext) (*App, error) {
-	logs := ext.Logs
+func New(cfg config.Config, seams Seams) (*App, error) {
+	logs := seams.Logs
 	if logs == nil {
 		logs = io.Discard
 	}
@@ -119,19 +122,19 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	chat, err := upstream(cfg, ext)
+	chat, err := upstream(cfg, seams)
 	if err != nil {
 		return nil, err
 	}
-	check, err := callerCheck(cfg.Auth, ext.Authority)
+	check, err := callerCheck(cfg.Auth, seams.Authority)
 	if err != nil {
 		return nil, err
 	}
 	var extractor api.Extractor = extract.Extractor{}
-	if ext.Extractor != nil {
-		extractor = ext.Extractor
+	if seams.Extractor != nil {
+		extractor = seams.Extractor
 	}
-	version := ext.Version
+	version := seams.Version
 	if version == "" {
 		version = "dev"
 	}
@@ -156,8 +159,8 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 		Tokens: counter,
 		Fetcher: fetch.New(fetch.Options{
 			UserAgent:   "timebox/" + version + " (+https://github.com/timebox-dev/timebox)",
-			Resolver:    ext.Resolver,
-			DialContext: ext.Dial,
+			Resolver:    seams.Resolver,
+			DialContext: seams.Dial,
 		}),
 		Extractor: extractor,
 	})
@@ -166,14 +169,14 @@ func New(cfg config.Config, ext Ext) (*App, error) {
 
 // upstream builds the Azure OpenAI client: api-key auth when a key is set,
 // Entra ID otherwise.
-func upstream(cfg config.Config, ext Ext) (*aoai.Client, error) {
+func upstream(cfg config.Config, seams Seams) (*aoai.Client, error) {
 	opts := aoai.Options{
 		Endpoint:    cfg.Endpoint,
 		Deployment:  cfg.Deployment,
 		APIVersion:  cfg.APIVersion,
 		APIKey:      cfg.APIKey,
-		Credential:  ext.Credential,
-		Transport:   ext.Upstream,
+		Credential:  seams.Credential,
+		Transport:   seams.Upstream,
 		FastFailure: cfg.FastFailure,
 		MaxAttempts: cfg.UpstreamAttempts,
 	}
