@@ -17,13 +17,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	goruntime "runtime"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/modelfacts"
@@ -32,11 +32,6 @@ import (
 
 // Scope is the Entra ID scope of Azure OpenAI (Cognitive Services).
 const Scope = "https://cognitiveservices.azure.com/.default"
-
-// userAgent is the User-Agent of every request, the one azcore's telemetry
-// policy would set for module "timebox" version "v1", by which Azure's logs
-// tell timebox's requests from others'.
-var userAgent = fmt.Sprintf("azsdk-go-timebox/v1 (%s; %s)", goruntime.Version(), goruntime.GOOS)
 
 // maxResponseBytes bounds how much of an upstream answer is read.
 const maxResponseBytes = 8 << 20
@@ -54,8 +49,9 @@ type Options struct {
 	APIKey string
 	// Credential is the Entra ID credential used when APIKey is empty.
 	Credential azcore.TokenCredential
-	// Transport sends the requests; nil means azcore's default HTTP client
-	// with connections kept for 100 requests at a time (newTransport).
+	// Transport sends the requests; nil means an http.Client that follows
+	// no redirect and keeps connections for 100 requests at a time
+	// (newHTTPClient).
 	Transport policy.Transporter
 	// FastFailure is the threshold at or above which a failed attempt is a
 	// timeout (KindSlowFailure) and is never retried. 0 means
@@ -150,20 +146,17 @@ func New(o Options) (*Client, error) {
 		return nil, errors.New("aoai: an API key or a credential is required")
 	}
 	if o.Transport == nil {
-		o.Transport = newTransport()
-	} else {
-		o.Transport = withAttemptHeaders{o.Transport}
+		o.Transport = newHTTPClient()
 	}
-	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
+	// azcore's telemetry policy sets the User-Agent (azsdk-go-timebox/v1
+	// (<go version>; <os>)), by which Azure's logs tell timebox's requests
+	// from others'.
+	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth, attemptHeaders{}}},
 		&policy.ClientOptions{
 			Transport: o.Transport,
 			// One layer of retries: ours. azcore would otherwise retry 429
 			// and 5xx three times on its own, multiplying slow failures.
 			Retry: policy.RetryOptions{MaxRetries: -1},
-			// prepareSend sets the User-Agent azcore's telemetry policy would
-			// (userAgent): a policy is a frame on the stack of a request
-			// waiting on Azure OpenAI, and this one only sets a constant.
-			Telemetry: policy.TelemetryOptions{Disabled: true},
 		})
 
 	base := strings.TrimRight(o.Endpoint.String(), "/")
@@ -196,15 +189,11 @@ func New(o Options) (*Client, error) {
 // would be written twice). Failures are *Error; when ctx ends the *Error
 // wraps ctx's error.
 func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
-	// Complete is on the stack while a request waits on Azure OpenAI, so it
-	// keeps a small frame: what the attempts share is on the heap (call),
-	// and the work before the wait (request) and after it (settle: read,
-	// retry) is in functions of their own (see BenchmarkHeldRequests in
-	// package api).
-	a, err := c.newCall(ctx, req)
+	body, err := c.body(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("complete chat: %w", err)
 	}
+	a := &call{Context: context.WithValue(ctx, requestIDKey{}, req.RequestID), c: c, req: req, body: body}
 	for {
 		preq, err := a.request()
 		if err != nil {
@@ -216,12 +205,9 @@ func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) 
 	}
 }
 
-// call is one Complete: what its attempts share, and its outcome. It is
-// also the context its attempts' requests are made with (the caller's, and
-// the call itself as a value, see prepareSend), so that the transport
-// finds the request id without an allocation of its own.
+// call is one Complete: what its attempts share, and its outcome.
 type call struct {
-	context.Context // the caller's
+	context.Context // the caller's, with the request id for attemptHeaders
 	c               *Client
 	req             *Request
 	body            []byte
@@ -231,45 +217,22 @@ type call struct {
 	err             error
 }
 
-// newCall returns req's call, its body encoded. The call is on the heap
-// (returned by a function too large to inline), not in Complete's frame.
-func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
-	body, err := c.body(req)
-	if err != nil {
-		return nil, fmt.Errorf("complete chat: %w", err)
-	}
-	return &call{Context: ctx, c: c, req: req, body: body}, nil
-}
-
-type callKey struct{}
-
-// Value returns the call itself for callKey, else the caller's context's value.
-func (a *call) Value(key any) any {
-	if key == (callKey{}) {
-		return a
-	}
-	return a.Context.Value(key)
-}
-
-// request begins an attempt: its request, with neither headers nor body
-// (prepareSend gives them to the copy of it azcore's retry policy sends),
-// the answer's body left for settle (azcore's SkipBodyDownload).
+// request begins an attempt: its request with the call's body, the
+// answer's body left for settle (azcore's SkipBodyDownload).
 func (a *call) request() (*policy.Request, error) {
 	a.n++
 	a.start = time.Now()
-	req, err := runtime.NewRequest(a, http.MethodPost, a.c.url)
+	req, err := runtime.NewRequest(a.Context, http.MethodPost, a.c.url)
 	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), "application/json"); err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
 	// The answer is read here, not by azcore, so that text is handed on as
 	// it arrives.
 	runtime.SkipBodyDownload(req)
 	return req, nil
-}
-
-// sendBody is a reader of the call's body, from its start.
-func (a *call) sendBody() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(a.body)), nil
 }
 
 // settle ends an attempt that got hr or failed with err: it reads the
@@ -340,9 +303,8 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 	}
 }
 
-// chatBody is what Azure OpenAI is sent. It is a struct, not a map: a map
-// cost each request about 1 KB more to encode (boxed values, sorted keys),
-// all of it garbage before the request waits on Azure OpenAI.
+// chatBody is what Azure OpenAI is sent. It is a struct, not a map, which
+// encodes without boxing values or sorting keys.
 type chatBody struct {
 	// Model is the deployment on the v1 API; the deployments API has it in
 	// the path.

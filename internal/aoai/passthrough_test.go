@@ -1,6 +1,7 @@
 package aoai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -47,10 +48,13 @@ type recording struct {
 }
 
 func (r *recording) Do(req *http.Request) (*http.Response, error) {
-	if req.GetBody != nil {
-		b, _ := req.GetBody()
-		data, _ := io.ReadAll(b)
+	if req.Body != nil {
+		data, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
 		r.body = string(data)
+		req.Body = io.NopCloser(bytes.NewReader(data))
 	}
 	return r.next.Do(req)
 }

@@ -98,13 +98,13 @@ func TestDefaultTransportKeepsConnectionsForAFullInstance(t *testing.T) {
 	assert.Zero(t, round(), "the second round reuses the first round's connections")
 }
 
-// The default transport's small buffers (1 KiB each way) carry a request
-// body many times their size, the simulator's full set of Azure's answer
-// headers, and a header line three times the read buffer.
+// The default transport carries a request body many times its buffers'
+// size, the simulator's full set of Azure's answer headers, and a header
+// line of 12 KB.
 func TestDefaultTransportCarriesLargeBodies(t *testing.T) {
 	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("x-ms-long", strings.Repeat("x", 3<<10))
+		w.Header().Set("x-ms-long", strings.Repeat("x", 12<<10))
 		sim.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
@@ -180,8 +180,8 @@ func headersOfOneCall(t *testing.T) http.Header {
 	return <-headers
 }
 
-// Every request says it is timebox's, as azcore's telemetry policy (off:
-// one frame less on a waiting request's stack) would say it.
+// Every request says it is timebox's (azcore's telemetry policy), by which
+// Azure's logs tell timebox's requests from others'.
 func TestRequestsCarryTimeboxUserAgent(t *testing.T) {
 	assert.Equal(t, "azsdk-go-timebox/v1 ("+runtime.Version()+"; "+runtime.GOOS+")", headersOfOneCall(t).Get("User-Agent"))
 }

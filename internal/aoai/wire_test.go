@@ -25,11 +25,9 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoai"
 )
 
-// An attempt reaches Azure OpenAI byte for byte as it always has, whichever
-// transport sends it (the default, or one given in Options): its headers
-// are set at the transport, on the request azcore's retry policy sends, not
-// on the one Complete makes (see prepareSend), and none is lost or added
-// on the way.
+// An attempt reaches Azure OpenAI byte for byte as below, whichever
+// transport sends it (the default, or one given in Options): none of its
+// headers is lost or added on the way.
 func TestAttemptOnTheWire(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -116,11 +114,10 @@ func (claimsCredential) GetToken(_ context.Context, o policy.TokenRequestOptions
 
 // An attempt answered with a claims challenge (Continuous Access
 // Evaluation: a 401 asking for a token with more claims) is sent again by
-// azcore's bearer policy with a new token, and the body again, whole: the
-// transport gives each send a fresh reader of it (see prepareSend). With
-// the body given once, GetBody alone would not do: net/http sends a request
-// again only while nothing of it has left its write buffer, not with a
-// token of Entra ID's size.
+// azcore's bearer policy with a new token, and the body again, whole (the
+// policy rewinds the body SetBody gave). net/http's own GetBody would not
+// do: it sends a request again only while nothing of it has left its write
+// buffer, not with a token of Entra ID's size.
 func TestClaimsChallengeResendsTheWholeBody(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string // Authorization and body of each request
