@@ -54,6 +54,7 @@ func responsesClient(t *testing.T, so aoaitest.Options) (*aoai.Client, *aoaitest
 	so.APIKey, so.Deployments = "k", []string{"o3"}
 	sim := aoaitest.New(so)
 	_, hc := memnet.Serve(t, sim)
+	t.Cleanup(sim.Close)
 	w := &wire{next: hc}
 	u, _ := url.Parse("http://127.0.0.1:8081")
 	c, err := aoai.New(aoai.Options{Endpoint: u, Deployment: "o3", APIKey: "k", Transport: w})

@@ -87,6 +87,22 @@ func (s *Server) Generation(id string) (GenerationInfo, bool) {
 	return GenerationInfo{Status: g.status, Text: g.text.String(), Events: len(g.events), Metadata: g.template.Metadata}, true
 }
 
+// Close stops every response still being written, as a server that goes
+// away does, and waits for them: a test that ends with a generation
+// running (a synctest bubble) must not leave its goroutine behind.
+func (s *Server) Close() {
+	s.mu.Lock()
+	gens := make([]*generation, 0, len(s.gens))
+	for _, g := range s.gens {
+		gens = append(gens, g)
+	}
+	s.mu.Unlock()
+	for _, g := range gens {
+		g.stop()
+		<-g.done
+	}
+}
+
 // generation returns the response with the given id, or nil.
 func (s *Server) generation(id string) *generation {
 	s.mu.Lock()

@@ -59,6 +59,7 @@ func simOf(t *testing.T, o aoaitest.Options) (*aoaitest.Server, *http.Client) {
 	o.Deployments = []string{"o3"}
 	sim := aoaitest.New(o)
 	_, hc := memnet.Serve(t, sim)
+	t.Cleanup(sim.Close)
 	return sim, hc
 }
 

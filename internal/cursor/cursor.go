@@ -35,20 +35,26 @@ var ErrExpired = errors.Join(ErrNotFound, errors.New("past its limit"))
 // version starts every cursor, so that a later format can be told apart.
 const version = "1"
 
-// maxAfter bounds the sequence number a cursor may carry.
-const maxAfter = 1 << 30
+// maxNumber bounds each number a cursor carries.
+const maxNumber = 1 << 30
 
 // Cursor names where a long answer goes on: after event After of response
-// ResponseID.
+// ResponseID, in hop Hop (2 for the first continue), Offset bytes of text
+// into the answer (what the hops before relayed: where the rest starts
+// when it is read whole, from a retrieve, because the stream cannot be
+// resumed).
 type Cursor struct {
 	ResponseID string
 	After      int
+	Hop        int
+	Offset     int
 }
 
-// String encodes c for the wire: URL-safe base64 of version, id and
-// sequence number.
+// String encodes c for the wire: URL-safe base64 of the version and the
+// fields.
 func (c Cursor) String() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(version + ":" + c.ResponseID + ":" + strconv.Itoa(c.After)))
+	s := strings.Join([]string{version, c.ResponseID, strconv.Itoa(c.After), strconv.Itoa(c.Hop), strconv.Itoa(c.Offset)}, ":")
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
 // responseID matches Azure OpenAI's response ids (resp_ and hex digits),
@@ -65,14 +71,21 @@ func Parse(s string) (Cursor, error) {
 		return Cursor{}, ErrNotFound
 	}
 	parts := strings.Split(string(b), ":")
-	if len(parts) != 3 || parts[0] != version || !responseID().MatchString(parts[1]) {
+	if len(parts) != 5 || parts[0] != version || !responseID().MatchString(parts[1]) {
 		return Cursor{}, ErrNotFound
 	}
-	after, err := strconv.Atoi(parts[2])
-	if err != nil || after < 0 || after > maxAfter || strconv.Itoa(after) != parts[2] {
-		return Cursor{}, ErrNotFound
+	var n [3]int
+	for i, p := range parts[2:] {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || v > maxNumber || strconv.Itoa(v) != p {
+			return Cursor{}, ErrNotFound
+		}
+		n[i] = v
 	}
-	return Cursor{ResponseID: parts[1], After: after}, nil
+	if n[1] < 2 {
+		return Cursor{}, ErrNotFound // the first hop is the create's
+	}
+	return Cursor{ResponseID: parts[1], After: n[0], Hop: n[1], Offset: n[2]}, nil
 }
 
 // Owner is who started a generation: the caller's object and tenant ids

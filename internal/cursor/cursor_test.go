@@ -16,7 +16,7 @@ import (
 const id = "resp_688c4e49bd888198a02ca36606345e7f0d712d55500687ca"
 
 func TestCursorRoundTrips(t *testing.T) {
-	c := cursor.Cursor{ResponseID: id, After: 412}
+	c := cursor.Cursor{ResponseID: id, After: 412, Hop: 3, Offset: 2017}
 	s := c.String()
 	assert.NotContains(t, s, id, "opaque on the wire")
 	assert.Regexp(t, `^[A-Za-z0-9_-]+$`, s, "safe in JSON and URLs")
@@ -29,12 +29,13 @@ func TestCursorRoundTrips(t *testing.T) {
 // a URL.
 func TestTamperedCursorsAreNotFound(t *testing.T) {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-	good := cursor.Cursor{ResponseID: id, After: 3}.String()
+	good := cursor.Cursor{ResponseID: id, After: 3, Hop: 2, Offset: 10}.String()
 	for _, s := range []string{
 		"", "x", good + "=", good[:len(good)-2], strings.ToUpper(good),
-		enc("2:" + id + ":3"), enc("1:" + id + ":-1"), enc("1:" + id + ":03"), enc("1:" + id + ":1073741825"),
-		enc("1:" + id + ":3:4"), enc("1:resp_../../x:3"), enc("1:resp_a/b:3"), enc("1:chatcmpl-1:3"), enc("1::3"),
-		enc("1:resp_" + strings.Repeat("a", 121) + ":3"), strings.Repeat("A", 300),
+		enc("2:" + id + ":3:2:0"), enc("1:" + id + ":-1:2:0"), enc("1:" + id + ":03:2:0"), enc("1:" + id + ":1073741825:2:0"),
+		enc("1:" + id + ":3:2"), enc("1:" + id + ":3:2:0:0"), enc("1:" + id + ":3:1:0"), enc("1:" + id + ":3:2:-5"),
+		enc("1:resp_../../x:3:2:0"), enc("1:resp_a/b:3:2:0"), enc("1:chatcmpl-1:3:2:0"), enc("1::3:2:0"),
+		enc("1:resp_" + strings.Repeat("a", 121) + ":3:2:0"), strings.Repeat("A", 300),
 	} {
 		_, err := cursor.Parse(s)
 		assert.ErrorIs(t, err, cursor.ErrNotFound, "%q", s)
@@ -63,7 +64,7 @@ func TestCheck(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(cursor.Cursor{ResponseID: id, After: 3}.String())
+	f.Add(cursor.Cursor{ResponseID: id, After: 3, Hop: 2}.String())
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := cursor.Parse(s)

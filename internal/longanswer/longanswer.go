@@ -1,0 +1,257 @@
+// Package longanswer delivers an answer longer than a request's budget
+// across hops. The generation runs at Azure OpenAI in the Responses API's
+// background mode, not in an instance, so any instance can serve any hop: a
+// hop relays the generation's events until its budget is about to run out,
+// then hands the caller a cursor (package cursor) to continue with. Before
+// a continue relays anything, or a cancel cancels anything, a retrieve
+// checks that the response is the caller's and within LONG_ANSWER_LIMIT.
+// A caller that leaves during a hop has the generation cancelled: none runs
+// for nobody.
+package longanswer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/cursor"
+)
+
+// ErrLimit is the failure of a hop that reached LONG_ANSWER_LIMIT: the
+// generation is cancelled upstream, and the answer is the text so far.
+var ErrLimit = errors.New("long answer limit reached")
+
+// cancelTimeout bounds the cancel a hop sends upstream when its caller has
+// gone or its limit has come: it is sent on the hop's behalf, after the
+// request's own context has ended.
+const cancelTimeout = 10 * time.Second
+
+// Upstream is what the hops need of Azure OpenAI (aoai.Client).
+type Upstream interface {
+	Create(ctx context.Context, req *aoai.GenerationRequest) (*aoai.Hop, error)
+	Resume(ctx context.Context, id string, after int, requestID string, onDelta func(string)) (*aoai.Hop, error)
+	Retrieve(ctx context.Context, id string) (*aoai.StoredResponse, error)
+	Await(ctx context.Context, id string, interval time.Duration) (*aoai.StoredResponse, error)
+	Cancel(ctx context.Context, id string) (*aoai.StoredResponse, error)
+}
+
+// Hops runs the hops of long answers. It is safe for concurrent use.
+type Hops struct {
+	Upstream Upstream
+	// Limit is the longest a generation may run from its start
+	// (LONG_ANSWER_LIMIT).
+	Limit time.Duration
+	// Margin is what a hop keeps of its context's time to hand out its
+	// cursor: its stream ends Margin before the context's deadline.
+	Margin time.Duration
+	// Poll is how often a response whose stream cannot be resumed is
+	// retrieved until it ends.
+	Poll time.Duration
+}
+
+// Result is what one hop did.
+type Result struct {
+	// ResponseID is the generation's response at Azure OpenAI.
+	ResponseID string
+	// Hop is this hop's number: 1 for the create's, 2 for the first
+	// continue.
+	Hop int
+	// Text is the text this hop delivered: relayed to onDelta as it came;
+	// for a Continue with whole, the answer's whole text so far.
+	Text string
+	// Next is the cursor to continue with; nil when the generation has
+	// ended, failed or been cancelled.
+	Next *cursor.Cursor
+	// Done is true when the generation ended in this hop: FinishReason and
+	// Usage are then the whole generation's, counted once.
+	Done         bool
+	FinishReason string
+	Usage        aoai.Usage
+	// Cancelled is true when this hop cancelled the generation upstream
+	// (its caller left, or the limit came).
+	Cancelled bool
+	// Polled is true when the stream could not be resumed and the rest was
+	// read from a retrieve.
+	Polled bool
+	// Attempts and UpstreamRequestID are this hop's streaming call's.
+	Attempts          int
+	UpstreamRequestID string
+}
+
+// Start runs the first hop: it creates the generation with owner in its
+// metadata and relays its text to req.OnDelta. A failure before the
+// response exists is the create's error, as Complete's would be.
+func (h *Hops) Start(ctx context.Context, req *aoai.GenerationRequest, owner cursor.Owner) (*Result, error) {
+	req.Metadata = owner.Metadata()
+	hopCtx, cancel := h.hopContext(ctx, time.Time{})
+	defer cancel()
+	hop, err := h.Upstream.Create(hopCtx, req)
+	if hop == nil {
+		return nil, err
+	}
+	return h.settle(ctx, hopCtx, hop, err, cursor.Cursor{Hop: 1}, hop.CreatedAt)
+}
+
+// Continue runs a later hop from c for caller: the generation's text after
+// c, relayed to onDelta; with whole, the whole text so far instead (for a
+// caller that does not stream: nothing is relayed, and Text is the answer
+// up to where the hop stopped). A cursor that is not the caller's, or past
+// its limit, or names a response that is gone, is cursor.ErrNotFound, and
+// nothing is relayed.
+func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owner, whole bool, requestID string, onDelta func(string)) (*Result, error) {
+	r, err := h.owned(ctx, c, caller)
+	if err != nil {
+		return nil, err
+	}
+	deadline := r.CreatedAt.Add(h.Limit)
+	hopCtx, cancel := h.hopContext(ctx, deadline)
+	defer cancel()
+	after := c.After
+	if whole {
+		// Event 0 is response.created: every piece of text comes after it.
+		after = 0
+	}
+	hop, err := h.Upstream.Resume(hopCtx, r.ID, after, requestID, onDelta)
+	if errors.Is(err, aoai.ErrResumeRefused) {
+		return h.poll(ctx, hopCtx, c, whole, onDelta, r.CreatedAt)
+	}
+	if hop == nil {
+		return nil, err
+	}
+	return h.settle(ctx, hopCtx, hop, err, c, r.CreatedAt)
+}
+
+// Cancel cancels the generation c names, for caller. One that has ended is
+// not an error; one past its limit is still its owner's to cancel.
+func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner) error {
+	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
+	if errors.Is(err, aoai.ErrUnknownResponse) {
+		return cursor.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("cancel long answer: %w", err)
+	}
+	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
+		return err
+	}
+	if r.Terminal() {
+		return nil
+	}
+	if _, err := h.Upstream.Cancel(ctx, r.ID); err != nil {
+		return fmt.Errorf("cancel long answer: %w", err)
+	}
+	return nil
+}
+
+// owned retrieves the response c names and checks it is caller's, within
+// its limit, and still going or finished with an answer. A response past
+// its limit is cancelled if it still runs.
+func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) (*aoai.StoredResponse, error) {
+	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
+	if errors.Is(err, aoai.ErrUnknownResponse) {
+		return nil, cursor.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("continue long answer: %w", err)
+	}
+	switch err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); {
+	case errors.Is(err, cursor.ErrExpired):
+		if !r.Terminal() {
+			h.cancel(ctx, r.ID)
+		}
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	switch r.Status {
+	case "cancelled":
+		return nil, cursor.ErrNotFound
+	case "failed":
+		return nil, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
+	}
+	return r, nil
+}
+
+// poll reads the rest of a generation whose stream Azure OpenAI refused to
+// resume: a retrieve every Poll until it ends, within the hop. The rest is
+// then cut from the whole text at the cursor's offset: late, never lost.
+func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, onDelta func(string), created time.Time) (*Result, error) {
+	res := &Result{ResponseID: c.ResponseID, Hop: c.Hop, Polled: true}
+	r, err := h.Upstream.Await(hopCtx, c.ResponseID, h.Poll)
+	switch {
+	case err == nil && (r.Status == "completed" || r.Status == "incomplete"):
+		text := r.Text
+		if !whole {
+			text = text[min(c.Offset, len(text)):]
+			if onDelta != nil && text != "" {
+				onDelta(text)
+			}
+		}
+		res.Text, res.Done, res.FinishReason, res.Usage = text, true, r.FinishReason, r.Usage
+		return res, nil
+	case err == nil && r.Status == "failed":
+		return res, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
+	case err == nil:
+		return res, cursor.ErrNotFound // cancelled meanwhile
+	}
+	hop := &aoai.Hop{ResponseID: c.ResponseID, Last: c.After}
+	if whole {
+		hop.Text = r.Text // nothing to show yet: a response's output comes with its end
+	}
+	return h.settle(ctx, hopCtx, hop, err, c, created)
+}
+
+// settle ends a hop whose stream stopped with hop and err: the end of the
+// generation; a cursor, when only the hop's own time ran out; the caller
+// gone or the limit come, the generation cancelled; or the failure.
+func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c cursor.Cursor, created time.Time) (*Result, error) {
+	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
+	switch {
+	case err == nil && hop.Done:
+		res.Done, res.FinishReason, res.Usage = true, hop.FinishReason, hop.Usage
+		return res, nil
+	case hop.ResponseID == "":
+		return res, err
+	case ctx.Err() != nil:
+		// The caller left (or its own deadline came): no generation
+		// runs for nobody.
+		h.cancel(ctx, hop.ResponseID)
+		res.Cancelled = true
+		return res, err
+	case hopCtx.Err() != nil && !time.Now().Before(created.Add(h.Limit)):
+		h.cancel(ctx, hop.ResponseID)
+		res.Cancelled = true
+		return res, ErrLimit
+	case hopCtx.Err() != nil:
+		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: c.Offset + len(hop.Text)}
+		return res, nil
+	}
+	return res, err
+}
+
+// cancel cancels a generation upstream on behalf of a hop whose context
+// may have ended already.
+func (h *Hops) cancel(ctx context.Context, id string) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer stop()
+	_, _ = h.Upstream.Cancel(ctx, id)
+}
+
+// hopContext is the context a hop's stream runs in: it ends Margin before
+// ctx's deadline, so that the cursor can still be handed out, and no later
+// than limitAt (when given).
+func (h *Hops) hopContext(ctx context.Context, limitAt time.Time) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if ok {
+		d = d.Add(-h.Margin)
+	}
+	if !limitAt.IsZero() && (!ok || limitAt.Before(d)) {
+		d, ok = limitAt, true
+	}
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, d)
+}
