@@ -21,6 +21,5 @@ func BenchmarkPackageInit(b *testing.B) {
 		"github.com/go-shiori/dom",
 		"github.com/ledongthuc/pdf",
 		"github.com/AzureAD/microsoft-authentication-library-for-go/apps/internal/oauth/ops/authority",
-		"github.com/dlclark/regexp2/v2/syntax",
 	)
 }
