@@ -1,6 +1,7 @@
 import { decide, serverWaitMs, type Decision, type HeaderReader, type Reason, type RetryPolicy } from './rule.js';
 import { raceAbort } from './abort.js';
 import { CallbackError, FailedBeforeFirstPiece, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
+import type { Usage } from './usage.js';
 
 /** The response shape the client needs: the browser's Response and SPFx's HttpClientResponse both match it. */
 export interface ResponseLike {
@@ -343,6 +344,14 @@ export class TimeboxClient {
       outer?.removeEventListener('abort', onOuterAbort);
       if (!end) inner.abort(new DOMException('The reader left the stream.', 'AbortError'));
     }
+  }
+
+  /**
+   * Reads `GET /api/usage`: the caller's tokens used of its quotas, and when
+   * each window resets ({@link usageLine} says it in a line).
+   */
+  usage(options: CallOptions = {}): Promise<Usage> {
+    return this.send<Usage>('GET', '/api/usage', undefined, options);
   }
 
   /** Reads `GET /api/health`. */

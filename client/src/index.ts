@@ -6,6 +6,8 @@ export { decide, backoffMs, serverWaitMs, parseHttpDate, DEFAULTS } from './rule
 export type { Reason, RetryPolicy, HeaderReader, FailedAttempt, Decision } from './rule.js';
 export { TimeboxClient, TimeboxError, createClient, fetchTransport, spfxTransport, systemClock } from './client.js';
 export { aadTokenTransport, bearerTransport } from './aad.js';
+export { usageLine } from './usage.js';
+export type { Usage, UsageWindow } from './usage.js';
 export type { AadTokenProviderLike } from './aad.js';
 export type { DeltaHandler } from './stream.js';
 export type {
