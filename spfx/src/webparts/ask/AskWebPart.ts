@@ -17,6 +17,8 @@ export interface IAskWebPartProps {
   appIdUri: string;
   /** Stream answers (fetch with a token from AadTokenProvider) or not (AadHttpClient). Default true. */
   stream?: boolean;
+  /** Show the tokens used of the caller's quota under the form. Default true. */
+  showUsage?: boolean;
 }
 
 export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> {
@@ -24,7 +26,7 @@ export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> 
   private askKey: string | undefined;
 
   public render(): void {
-    const element: React.ReactElement<IAskProps> = React.createElement(Ask, { ask: this.currentAsk() });
+    const element: React.ReactElement<IAskProps> = React.createElement(Ask, { ask: this.currentAsk(), showUsage: this.properties.showUsage !== false });
     ReactDom.render(element, this.domElement);
   }
 
@@ -81,6 +83,9 @@ export default class AskWebPart extends BaseClientSideWebPart<IAskWebPartProps> 
                   label: strings.StreamLabel,
                   onText: strings.StreamDescription,
                   offText: strings.StreamDescription,
+                }),
+                PropertyPaneToggle('showUsage', {
+                  label: strings.ShowUsageLabel,
                 }),
               ],
             },

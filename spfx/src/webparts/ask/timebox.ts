@@ -7,13 +7,22 @@
 // SharePoint (SPFx's runtime packages need SharePoint's own modules).
 import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, AadTokenProvider, AadTokenProviderFactory } from '@microsoft/sp-http';
 import { checkAppIdUri, checkFunctionAppUrl } from './settings';
-import { TimeboxClient, aadTokenTransport, spfxTransport, type AttemptEvent, type ChatResponse, type DeltaHandler } from '@timebox/client';
+import { TimeboxClient, aadTokenTransport, spfxTransport, type AttemptEvent, type ChatResponse, type DeltaHandler, type Usage } from '@timebox/client';
 
-/** What the component needs to ask a question: the call, cancellable, reporting every attempt (and every piece, when it streams). */
-export type Ask = (
+/**
+ * What the component needs to ask a question: the call, cancellable, reporting every attempt (and every piece,
+ * when it streams); and, through the same client, the caller's token quota (GET /api/usage).
+ */
+export type Ask = ((
   question: string,
   options: { signal: AbortSignal; onAttempt: (e: AttemptEvent) => void; onDelta: DeltaHandler },
-) => Promise<ChatResponse>;
+) => Promise<ChatResponse>) & { usage?: (signal: AbortSignal) => Promise<Usage> };
+
+/** Adds the usage reader to ask, over the same lazily made client. */
+function withUsage(ask: Ask, client: () => Promise<TimeboxClient>): Ask {
+  ask.usage = async (signal) => (await client()).usage({ signal, attemptTimeoutMs: 10_000 });
+  return ask;
+}
 
 /** A timebox client that sends every request with fetch and a token from SPFx's AadTokenProvider, so answers can stream. */
 export function timeboxOverAadToken(provider: AadTokenProvider, appIdUri: string, functionAppUrl: string): TimeboxClient {
@@ -33,7 +42,7 @@ export function streamOverAadToken(
   appIdUri: string,
 ): Ask {
   let client: Promise<TimeboxClient> | undefined;
-  return async (question, { signal, onAttempt, onDelta }) => {
+  const get = (): Promise<TimeboxClient> => {
     if (!client) {
       const pending = factory.getTokenProvider().then((provider) => timeboxOverAadToken(provider, appIdUri, functionAppUrl));
       pending.catch(() => {
@@ -41,9 +50,12 @@ export function streamOverAadToken(
       });
       client = pending;
     }
-    const timebox = await client;
-    return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta });
+    return client;
   };
+  return withUsage(async (question, { signal, onAttempt, onDelta }) => {
+    const timebox = await get();
+    return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta });
+  }, get);
 }
 
 /** A timebox client that sends every request through AadHttpClient (which adds Authorization: Bearer). */
@@ -63,7 +75,7 @@ export function askOverAad(
   appIdUri: string,
 ): Ask {
   let client: Promise<TimeboxClient> | undefined;
-  return async (question, { signal, onAttempt }) => {
+  const get = (): Promise<TimeboxClient> => {
     if (!client) {
       const pending = factory.getClient(appIdUri).then((aad) => timeboxOverAad(aad, configuration, functionAppUrl));
       // A failed sign-in is not kept: the next question tries again.
@@ -72,9 +84,12 @@ export function askOverAad(
       });
       client = pending;
     }
-    const timebox = await client;
-    return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt });
+    return client;
   };
+  return withUsage(async (question, { signal, onAttempt }) => {
+    const timebox = await get();
+    return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt });
+  }, get);
 }
 
 /** The web part's properties that decide how it calls. */

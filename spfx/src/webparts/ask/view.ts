@@ -1,7 +1,7 @@
 // What the Ask web part shows, computed from what the client reports, with no
 // React and no SPFx in it: the attempt timeline, the running counter, the
 // answer and the readable error. The component only renders these values.
-import { TimeboxError, type AttemptEvent, type ChatResponse } from '@timebox/client';
+import { TimeboxError, type AttemptEvent, type ChatResponse, type Usage } from '@timebox/client';
 import * as strings from 'AskWebPartStrings';
 
 export type Phase = 'idle' | 'running' | 'answered' | 'failed' | 'cancelled';
@@ -153,4 +153,15 @@ export function statusLine(v: AskView, now: number): string {
     case 'cancelled':
       return format(strings.StateCancelled, total);
   }
+}
+
+const grouped = new Intl.NumberFormat('en-US');
+
+/** "12,340 of 200,000 tokens used today" (the user's day, else the tenant's month); undefined without a limit. */
+export function usageText(u: Usage): string | undefined {
+  const day = u.user?.day;
+  if (day) return format(strings.UsageToday, grouped.format(day.used), grouped.format(day.limit));
+  const month = u.tenant?.month;
+  if (month) return format(strings.UsageThisMonth, grouped.format(month.used), grouped.format(month.limit));
+  return undefined;
 }

@@ -3,13 +3,15 @@ import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextFi
 import * as strings from 'AskWebPartStrings';
 
 import type { Ask as AskCall } from '../timebox';
-import { answered, attempted, failed, idle, started, statusLine, streamed, type AskView, type TimelineRow } from '../view';
+import { answered, attempted, failed, idle, started, statusLine, streamed, usageText, type AskView, type TimelineRow } from '../view';
 
 export interface IAskProps {
   /** The configured call, or undefined while the property pane lacks the URL or the app ID URI. */
   ask: AskCall | undefined;
   /** How often the running counter moves, in ms. */
   tickMs?: number;
+  /** Show the caller's quota under the form ("12,340 of 200,000 tokens used today"), read on load and after each answer. */
+  showUsage?: boolean;
 }
 
 // Colours from the site's theme (SharePoint loads it into Fluent UI's), not fixed ones, so dark themes work.
@@ -32,7 +34,7 @@ function cancelReason(message: string): DOMException {
   return new DOMException(message, 'AbortError');
 }
 
-export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElement {
+export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps): React.ReactElement {
   const [question, setQuestion] = React.useState('');
   const [view, setView] = React.useState<AskView>(idle);
   const [now, setNow] = React.useState(() => Date.now());
@@ -58,6 +60,22 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
     return () => clearInterval(id);
   }, [running, tickMs]);
 
+  // The quota line: information beside the answer, so a failure to read it only hides it.
+  const [usage, setUsage] = React.useState<string | undefined>(undefined);
+  const refreshUsage = React.useCallback(async (): Promise<void> => {
+    if (!showUsage || !ask?.usage) return;
+    let line: string | undefined;
+    try {
+      line = usageText(await ask.usage(new AbortController().signal));
+    } catch {
+      line = undefined;
+    }
+    if (mounted.current) setUsage(line);
+  }, [ask, showUsage]);
+  React.useEffect(() => {
+    refreshUsage().catch(() => undefined);
+  }, [refreshUsage]);
+
   const cancel = React.useCallback(() => controller.current?.abort(cancelReason('Cancelled by the user.')), []);
 
   const submit = React.useCallback(async (): Promise<void> => {
@@ -79,7 +97,8 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
       if (controller.current === c) controller.current = undefined;
       if (mounted.current) setNow(Date.now());
     }
-  }, [ask, running, question]);
+    await refreshUsage();
+  }, [ask, running, question, refreshUsage]);
 
   const onKeyDown = (ev: React.KeyboardEvent): void => {
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
@@ -122,6 +141,11 @@ export default function Ask({ ask, tickMs = 100 }: IAskProps): React.ReactElemen
               {statusLine(view, now)}
             </span>
           </Stack>
+          {usage && (
+            <span className={classes.details} data-testid="usage" aria-live="polite">
+              {usage}
+            </span>
+          )}
         </Stack>
       </form>
 

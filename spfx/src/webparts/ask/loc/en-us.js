@@ -39,6 +39,9 @@ define([], function () {
     DetailsUpstream: '{0} upstream attempts',
     DetailsUpstreamOne: '{0} upstream attempt',
     DetailsServer: 'server {0}',
-    DetailsTruncated: 'material cut to fit the model'
+    DetailsTruncated: 'material cut to fit the model',
+    UsageToday: '{0} of {1} tokens used today',
+    UsageThisMonth: '{0} of {1} tokens used this month',
+    ShowUsageLabel: 'Show the tokens used of your quota'
   };
 });

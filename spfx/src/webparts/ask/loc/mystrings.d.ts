@@ -39,6 +39,9 @@ declare interface IAskWebPartStrings {
   DetailsUpstreamOne: string;
   DetailsServer: string;
   DetailsTruncated: string;
+  UsageToday: string;
+  UsageThisMonth: string;
+  ShowUsageLabel: string;
 }
 
 declare module 'AskWebPartStrings' {

@@ -226,3 +226,48 @@ describe('the Ask web part over AadTokenProvider and fetch (streamed answers)', 
     expect(rows()).toEqual([['1', '200', expect.any(String), 'cancelled by the user', '', '']]);
   });
 });
+
+describe('the Ask web part and the token quota', () => {
+  const window = (used: number, limit: number) => ({ user: { day: { used, reserved: 0, limit, resetsAt: '2026-12-02T00:00:00Z' } } });
+
+  it('shows the tokens used today, read on load and again after each answer', async () => {
+    render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
+    const load = await arrived();
+    expect(load.method).toBe('GET');
+    expect(load.url).toBe('/api/usage');
+    expect(load.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    load.reply(200, window(12_340, 200_000));
+    expect((await screen.findByTestId('usage')).textContent).toBe('12,340 of 200,000 tokens used today');
+
+    const ex = await ask('What is the leave policy?');
+    ex.reply(200, ok('Twenty-five days a year.'));
+    await settled('Twenty-five days a year.');
+    const again = await arrived();
+    expect(again.url).toBe('/api/usage');
+    again.reply(200, window(12_352, 200_000));
+    await waitFor(() => expect(screen.getByTestId('usage').textContent).toBe('12,352 of 200,000 tokens used today'));
+  });
+
+  it('shows the limit answer at once, in its own words, and never asks again', async () => {
+    render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
+    (await arrived()).reply(200, window(200_000, 200_000));
+    await screen.findByTestId('usage');
+    const ex = await ask('One more?');
+    const message = 'Your daily limit of 200,000 tokens is used up. It resets at 00:00 UTC, in 5 h 12 min.';
+    ex.reply(429, { error: { code: 'quota_exceeded', message, requestId: 'req-q' } }, { 'x-should-retry': 'false', 'retry-after': '18720' });
+    expect((await screen.findByTestId('error')).textContent).toBe(message);
+    expect(rows()).toEqual([['1', '429', expect.stringMatching(/ms|s$/), 'stop: should_not_retry', '', 'quota_exceeded']]);
+    (await arrived()).reply(200, window(200_000, 200_000));
+    expect(screen.getByTestId('usage').textContent).toBe('200,000 of 200,000 tokens used today');
+  });
+
+  it('shows no line when the deployment sets no quota', async () => {
+    render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
+    (await arrived()).reply(200, { user: {}, tenant: {} });
+    const ex = await ask('hi');
+    ex.reply(200, ok('Hello.'));
+    await settled('Hello.');
+    (await arrived()).reply(200, { user: {}, tenant: {} });
+    expect(screen.queryByTestId('usage')).toBeNull();
+  });
+});
