@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 // above the error of a command line that cannot run.
 const usage = `usage: timebox ask --url URL [--key K | --token T] [--stream] [--timeout D] [--attempt-timeout D] [--attempts N] [--threshold D] QUESTION
        timebox health --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]
+       timebox usage --url URL [--key K | --token T] [--timeout D] [--attempts N] [--threshold D]
 Flags may come before or after the question; every word after -- is the question's.`
 
 // errHelp is the outcome of --help: the usage was printed to stdout, and
@@ -41,9 +43,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
-	if len(args) < 1 || (args[0] != "ask" && args[0] != "health") {
+	if len(args) < 1 || (args[0] != "ask" && args[0] != "health" && args[0] != "usage") {
 		fmt.Fprintln(stderr, usage)
-		return errors.New("the first word must be a command: ask or health")
+		return errors.New("the first word must be a command: ask, health or usage")
 	}
 	cfg, err := parse(args[0], args[1:], getenv, stdout, stderr)
 	if errors.Is(err, errHelp) {
@@ -52,15 +54,18 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	if cfg.command == "health" {
+	switch cfg.command {
+	case "health":
 		return health(ctx, cfg, hc, stdout, stderr)
+	case "usage":
+		return showUsage(ctx, cfg, hc, stdout, stderr)
 	}
 	return ask(ctx, cfg, hc, stdout, stderr)
 }
 
-// askConfig is the parsed command line of timebox ask or timebox health.
+// askConfig is the parsed command line of timebox ask, health or usage.
 type askConfig struct {
-	command        string // "ask" or "health"
+	command        string // "ask", "health" or "usage"
 	baseURL        string
 	key, token     string
 	timeout        time.Duration // whole command, attempts and waits included
@@ -85,7 +90,7 @@ func parse(command string, args []string, getenv func(string) string, stdout, st
 	// A health check is quick or it is not healthy; a question may take the
 	// whole budget, and retries on top.
 	timeout, attemptTimeout := 5*time.Minute, 230*time.Second
-	if command == "health" {
+	if command != "ask" {
 		timeout, attemptTimeout = time.Minute, 30*time.Second
 	}
 	fs := flag.NewFlagSet("timebox "+command, flag.ContinueOnError)
@@ -121,8 +126,8 @@ func parse(command string, args []string, getenv func(string) string, stdout, st
 	switch {
 	case command == "ask" && c.question == "":
 		problems = append(problems, errors.New("a question is required"))
-	case command == "health" && c.question != "":
-		problems = append(problems, errors.New("health takes no question"))
+	case command != "ask" && c.question != "":
+		problems = append(problems, errors.New(command+" takes no question"))
 	}
 	if c.key != "" && c.token != "" {
 		problems = append(problems, errors.New("give --key or --token, not both"))
@@ -214,6 +219,42 @@ func health(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io
 	fmt.Fprintf(stdout, "%s, version %s\n", h.Status, h.Version)
 	fmt.Fprintf(stderr, "request id %s, %d attempt(s) in %s\n", res.Header.Get("x-request-id"), res.Attempts, res.Elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// showUsage reads GET /api/usage and prints each window of the caller's
+// quota: "today: 12,340 of 200,000 tokens used (resets at 00:00 UTC)".
+func showUsage(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Writer) error {
+	res, err := c.client(hc, stderr).Call(ctx, http.MethodGet, "/api/usage", nil)
+	if err != nil {
+		return commandError(c.command, err)
+	}
+	var u client.Usage
+	if err := json.Unmarshal(res.Body, &u); err != nil {
+		return &client.CallError{Status: res.Status, Code: "invalid_response", Message: "The service sent a usage report that could not be read.", RequestID: res.Header.Get("x-request-id"), Attempts: res.Attempts, Elapsed: res.Elapsed, Reason: retry.ReasonNotRetryable}
+	}
+	line := func(name string, w *client.UsageWindow) {
+		fmt.Fprintf(stdout, "%s: %s of %s tokens used, %s held by requests under way (resets %s)\n",
+			name, thousands(w.Used), thousands(w.Limit), thousands(w.Reserved), w.ResetsAt.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if u.User.Day != nil {
+		line("today (you)", u.User.Day)
+	}
+	if u.Tenant.Month != nil {
+		line("this month (your organization)", u.Tenant.Month)
+	}
+	if u.User.Day == nil && u.Tenant.Month == nil {
+		fmt.Fprintln(stdout, "no quota: this deployment sets no token limit")
+	}
+	return nil
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // commandError names the command in an error that is not the call's own
