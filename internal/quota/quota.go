@@ -27,6 +27,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,8 @@ type Store struct {
 	local bool
 	// calls counts the store's HTTP requests (benchmarks report them).
 	calls atomic.Int64
+	// turns lets one write of a partition at a time out of this instance.
+	turns turns
 }
 
 // New returns a Store for o. It makes no call: the first reservation does.
@@ -277,8 +280,56 @@ func classify(parent, step context.Context, op string, err error) error {
 	return &UnavailableError{Op: op, Err: err}
 }
 
+// turns queues an instance's writes to one partition, so that its own
+// requests never collide on a counter's ETag (each collision costs every
+// loser a read and a batch): the writers that still collide are other
+// instances, a few, not every request under way. A partition's queue exists
+// while someone waits in it.
+type turns struct {
+	mu    sync.Mutex
+	queue map[string]*turn
+}
+
+type turn struct {
+	ch      chan struct{}
+	waiting int
+}
+
+// take waits for partition's turn, or for ctx; release gives it back.
+func (t *turns) take(ctx context.Context, partition string) (release func(), err error) {
+	t.mu.Lock()
+	if t.queue == nil {
+		t.queue = map[string]*turn{}
+	}
+	q := t.queue[partition]
+	if q == nil {
+		q = &turn{ch: make(chan struct{}, 1)}
+		t.queue[partition] = q
+	}
+	q.waiting++
+	t.mu.Unlock()
+	leave := func() {
+		t.mu.Lock()
+		if q.waiting--; q.waiting == 0 {
+			delete(t.queue, partition)
+		}
+		t.mu.Unlock()
+	}
+	select {
+	case q.ch <- struct{}{}:
+		return func() { <-q.ch; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, context.Cause(ctx)
+	}
+}
+
 // errUnknownReservation is a settlement whose ledger row is not there.
 var errUnknownReservation = errors.New("quota: no such reservation in the ledger")
+
+// Loopback says whether endpoint is on a loopback host (Azurite), the only
+// kind New signs with the development key.
+func Loopback(endpoint *url.URL) bool { return endpoint != nil && isLoopback(endpoint.Hostname()) }
 
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {

@@ -120,6 +120,11 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 	for _, c := range counters {
 		res.counters = append(res.counters, c.row)
 	}
+	release, err := s.turns.take(ctx, res.partition)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	for attempt := 0; ; attempt++ {
 		if err := s.read(ctx, res.partition, counters, nil); err != nil {
 			return nil, err
@@ -214,6 +219,11 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 		// row's values are read.
 		counters[i] = &counter{row: row, size: s.sizeOf(row)}
 	}
+	release, err := s.turns.take(ctx, res.partition)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for attempt := 0; ; attempt++ {
 		var l ledger
 		if err := s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l}); err != nil {
