@@ -134,8 +134,8 @@ func TestUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no subcommand", []string{}, "ask or health"},
-		{"unknown subcommand", []string{"tell", "x"}, "ask or health"},
+		{"no subcommand", []string{}, "ask, health or usage"},
+		{"unknown subcommand", []string{"tell", "x"}, "ask, health or usage"},
 		{"no url", []string{"ask", "hi"}, "--url"},
 		{"bad url", []string{"ask", "--url", "ftp://x", "hi"}, "--url"},
 		{"no question", []string{"ask", "--url", "http://x"}, "question"},

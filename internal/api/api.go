@@ -60,6 +60,13 @@ type Options struct {
 	// Caller checks who calls the routes that spend tokens (POST
 	// /api/chat); required: caller.Anonymous{} when AUTH_MODE is none.
 	Caller caller.Checker
+	// Quota counts the tokens callers spend across instances; nil: no quotas.
+	Quota Quota
+	// QuotaFailOpen serves a request, unaccounted, when the quota store
+	// cannot be reached; false answers 503 quota_unavailable.
+	QuotaFailOpen bool
+	// Deployment is the model deployment called, for the quota's ledger.
+	Deployment string
 
 	Logger    *slog.Logger
 	Chat      Completer

@@ -145,10 +145,16 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		// (a caller in a hurry) needs a quarter of it, not the floor.
 		return nil, errNoTimeForUpstream
 	}
-	return &chatCall{
+	call := &chatCall{
 		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken},
 		fit: fit,
-	}, nil
+	}
+	// Last before the upstream call: what it can at most cost is known, and
+	// a refusal spends nothing.
+	if err := s.reserveQuota(ctx, call); err != nil {
+		return nil, err
+	}
+	return call, nil
 }
 
 // complete makes the upstream call for an answer that is not streamed, and

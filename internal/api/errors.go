@@ -18,6 +18,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/prompt"
+	"github.com/timebox-dev/timebox/internal/quota"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
@@ -62,6 +63,9 @@ type errorRow struct {
 	code, msg  string
 	retryAfter time.Duration // 429, 503: the wait to ask for; 0: none named
 	challenge  string        // WWW-Authenticate, 401 and 403 only
+	// final marks an answer no client retries whatever its status (a quota
+	// used up: its wait, until the window resets, never fits a call).
+	final bool
 }
 
 // rowFor is the one ordered table from errors to answers. The first
@@ -76,8 +80,15 @@ func rowFor(err error) errorRow {
 		docErr  *extract.Error
 		pageErr *fetch.Error
 		callErr *caller.Error
+		quotaUp *quota.ExceededError
+		quotaNo *quota.UnavailableError
 	)
 	switch {
+	case errors.As(err, &quotaUp):
+		return errorRow{status: http.StatusTooManyRequests, code: apiwire.CodeQuotaExceeded, retryAfter: quotaUp.RetryAfter(), final: true, msg: quotaUp.Message()}
+	case errors.As(err, &quotaNo):
+		return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeQuotaUnavailable, retryAfter: quotaNo.RetryAfter(),
+			msg: fmt.Sprintf("Your token quota cannot be checked right now, so the question was not sent. Try again in %d s.", ceilSeconds(quotaNo.RetryAfter()))}
 	case errors.Is(err, admission.ErrOverloaded):
 		return errorRow{status: http.StatusServiceUnavailable, code: apiwire.CodeOverloaded, retryAfter: admission.RetryAfter,
 			msg: fmt.Sprintf("The service is busy with other requests. Try again in %d s.", ceilSeconds(admission.RetryAfter))}
@@ -209,7 +220,7 @@ func (a errorRow) retryAfterMs() int64 {
 
 // shouldRetry is false on every answer the rule does not retry: clients
 // retry only what the rule retries (after the wait, for a 429).
-func (a errorRow) shouldRetry() bool { return retry.Retryable(a.status) }
+func (a errorRow) shouldRetry() bool { return !a.final && retry.Retryable(a.status) }
 
 func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/quota"
 )
 
 // logLine writes the request's one log line once its answer has gone: an
@@ -25,13 +26,17 @@ func (s *server) logLine(next http.Handler) http.Handler {
 		if b := budget.From(r.Context()); b != nil {
 			rec.started = b.Started
 		}
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, rec: rec}
 		r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
 		next.ServeHTTP(sw, r)
 		sendWhole(sw)
-		s.logRequest(r, rec, sw.status)
+		s.logRequest(r, rec, rec.status)
 	})
 }
+
+// statusClientGone is the status logged for a caller that went away before
+// an answer (nginx's code for it).
+const statusClientGone = 499
 
 // record is what a request's log line says beyond the request itself;
 // handlers fill it in (recordFrom).
@@ -57,6 +62,11 @@ type record struct {
 	callerOID   string // the verified caller's object id and tenant id:
 	callerTID   string // the only things about a caller that are logged
 	err         error
+	status      int // the answer's, once written (statusWriter)
+	// quota says what the caller's quota did (quotaReserved, ...); empty
+	// without quotas. reservation is the hold settleQuota settles.
+	quota       string
+	reservation *quota.Reservation
 }
 
 type recordKey struct{}
@@ -139,7 +149,7 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 		status = http.StatusOK
 	}
 	if rec.code == codeClientGone {
-		status = 499 // the caller went away before an answer (nginx's code for it)
+		status = statusClientGone
 	}
 	level := slog.LevelInfo
 	if r.URL.Path == "/" {
@@ -193,6 +203,12 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	if rec.code != "" {
 		attrs = append(attrs, slog.String("code", rec.code))
 	}
+	if rec.quota != "" {
+		attrs = append(attrs, slog.String("quota", rec.quota))
+		if rec.reservation != nil {
+			attrs = append(attrs, slog.Int64("quotaReserved", rec.reservation.Tokens))
+		}
+	}
 	if bodyFrom(ctx).unread() {
 		// Answered before the body was in: the connection is closed
 		// after the answer, not kept for another request.
@@ -211,7 +227,7 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 // and hijacking.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	rec *record
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -219,14 +235,14 @@ func (w *statusWriter) WriteHeader(code int) {
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
-	if w.status == 0 {
-		w.status = code
+	if w.rec.status == 0 {
+		w.rec.status = code
 		w.ResponseWriter.WriteHeader(code)
 	}
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
+	if w.rec.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)

@@ -40,7 +40,11 @@ func (s *server) routes() http.Handler {
 			s.requireCaller,     // 401, 403, 503 auth_unavailable
 			s.refuseBadDeadline, // 400 to a malformed x-client-timeout-ms
 		)
-		r.Method(http.MethodPost, "/api/chat", s.handleChat())
+		// The chat's reservation is taken once its prompt is fitted, before
+		// the upstream call (prepareChat); it is settled after the answer.
+		r.With(s.settleQuota).Method(http.MethodPost, "/api/chat", s.handleChat())
+		r.Method(http.MethodGet, "/api/usage", s.handleUsage())
+		r.Method(http.MethodHead, "/api/usage", s.handleUsage())
 	})
 	return r
 }

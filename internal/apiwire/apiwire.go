@@ -78,5 +78,7 @@ const (
 	CodeUpstreamError           = "upstream_error"
 	CodeUpstreamMisconfigured   = "upstream_misconfigured"
 	CodeUpstreamAuthUnavailable = "upstream_auth_unavailable"
+	CodeQuotaExceeded           = "quota_exceeded"
+	CodeQuotaUnavailable        = "quota_unavailable"
 	CodeInternalError           = "internal_error"
 )

@@ -29,6 +29,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/quota"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -59,6 +60,9 @@ type Seams struct {
 	// keys (AUTH_MODE=entra); nil means a client of its own. Tests pass the
 	// local issuer's (internal/issuertest) memnet client.
 	Authority *http.Client
+	// Quota carries the requests to the quota store; nil means its own
+	// HTTP client.
+	Quota policy.Transporter
 	// Extractor replaces the document extractor; nil means package
 	// extract's, with its default limits. Only for a test of the step
 	// deadline around it: no document takes 15 s of virtual time to read.
@@ -130,6 +134,14 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	var quotas api.Quota
+	if cfg.Quota.Endpoint != nil {
+		q, err := quotaStore(cfg, seams)
+		if err != nil {
+			return nil, err
+		}
+		quotas = q
+	}
 	var extractor api.Extractor = extract.Extractor{}
 	if seams.Extractor != nil {
 		extractor = seams.Extractor
@@ -153,10 +165,13 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		Version:             version,
 		Lingering:           lingering,
 
-		Caller: check,
-		Logger: logger,
-		Chat:   chat,
-		Tokens: counter,
+		Caller:        check,
+		Quota:         quotas,
+		QuotaFailOpen: cfg.Quota.FailOpen,
+		Deployment:    cfg.Deployment,
+		Logger:        logger,
+		Chat:          chat,
+		Tokens:        counter,
 		Fetcher: fetch.New(fetch.Options{
 			UserAgent:   "timebox/" + version + " (+https://github.com/timebox-dev/timebox)",
 			Resolver:    seams.Resolver,
@@ -188,6 +203,28 @@ func upstream(cfg config.Config, seams Seams) (*aoai.Client, error) {
 		opts.Credential = c
 	}
 	return aoai.New(opts)
+}
+
+// quotaStore builds the quota store of cfg.Quota: reached with the app's
+// credential (its managed identity in Azure), but a loopback endpoint
+// (Azurite), which package quota signs with the emulator's published key.
+func quotaStore(cfg config.Config, seams Seams) (*quota.Store, error) {
+	o := quota.Options{
+		Endpoint:            cfg.Quota.Endpoint,
+		Table:               cfg.Quota.Table,
+		UserDailyTokens:     cfg.Quota.UserDailyTokens,
+		TenantMonthlyTokens: cfg.Quota.TenantMonthlyTokens,
+		Credential:          seams.Credential,
+		Transport:           seams.Quota,
+	}
+	if !quota.Loopback(cfg.Quota.Endpoint) && o.Credential == nil {
+		c, err := credential(cfg)
+		if err != nil {
+			return nil, err
+		}
+		o.Credential = c
+	}
+	return quota.New(o)
 }
 
 // credential picks Entra ID auth: the managed identity inside Azure (App

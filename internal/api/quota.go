@@ -1,0 +1,155 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/quota"
+)
+
+// Quota is the callers' token quotas across every instance, satisfied by
+// *quota.Store: a request reserves what it can at most cost before its
+// upstream call and settles to what was billed after it. Its errors are
+// package quota's (*quota.ExceededError, *quota.UnavailableError).
+type Quota interface {
+	Reserve(ctx context.Context, req quota.Request) (*quota.Reservation, error)
+	Settle(ctx context.Context, res *quota.Reservation, b quota.Billed) error
+	Usage(ctx context.Context, oid, tid string) (quota.Usage, error)
+}
+
+// What the log line's quota field says of a request.
+const (
+	quotaReserved    = "reserved"    // held; not settled (yet)
+	quotaSettled     = "settled"     // charged what was billed, the rest released
+	quotaUnsettled   = "unsettled"   // the settlement failed: the hold lapses at its expiry
+	quotaSkipped     = "skipped"     // the store was unreachable and QUOTA_FAIL_OPEN served it unaccounted
+	quotaExceeded    = "exceeded"    // refused: 429 quota_exceeded
+	quotaUnavailable = "unavailable" // refused: 503 quota_unavailable
+)
+
+// reserveQuota holds, against the caller's quotas, what call can at most
+// cost: its prompt and its completion limit. A completion limit lowered to
+// what is left of a quota is the one sent upstream. With no quotas it does
+// nothing; with the store unreachable and failOpen it serves the request
+// unaccounted and says so on the log line.
+func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
+	if s.Quota == nil {
+		return nil
+	}
+	rec := recordFrom(ctx)
+	prompt := call.fit.PromptTokens
+	if prompt == 0 {
+		// Fitting did not count a small prompt; the reservation needs it.
+		prompt = s.Tokens.Prompt(call.fit.Messages)
+	}
+	deadline, _ := ctx.Deadline()
+	req := quota.Request{
+		ID: requestID(ctx), OID: rec.callerOID, TID: rec.callerTID, Deployment: s.Deployment,
+		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline,
+	}
+	res, err := s.Quota.Reserve(ctx, req)
+	if errors.Is(err, quota.ErrDuplicate) {
+		// A caller's x-request-id names one request to the caller, not
+		// one ledger row: a retry may send it again.
+		req.ID += "." + newID()[:8]
+		res, err = s.Quota.Reserve(ctx, req)
+	}
+	var (
+		exceeded    *quota.ExceededError
+		unavailable *quota.UnavailableError
+		step        *budget.StepTimeout
+	)
+	switch {
+	case err == nil:
+		rec.quota, rec.reservation = quotaReserved, res
+		call.req.MaxTokens = res.Completion
+		return nil
+	case errors.As(err, &exceeded):
+		rec.quota = quotaExceeded
+	case errors.As(err, &unavailable) && s.QuotaFailOpen:
+		rec.quota, rec.err = quotaSkipped, err
+		return nil
+	case errors.As(err, &unavailable):
+		rec.quota = quotaUnavailable
+	case errors.As(err, &step) && step.Step == "quota":
+		// The request's own time ran out while the store was asked.
+		return errors.Join(errNoTimeForUpstream, err)
+	}
+	return err
+}
+
+// settleQuota settles the request's reservation once its answer has gone:
+// the answer is handed to the connection first, so the caller does not wait
+// for the store. The settlement charges the tokens the log line reports as
+// billed (prompt, completion, abandoned), whatever the outcome.
+func (s *server) settleQuota(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		rec := recordFrom(r.Context())
+		if rec.reservation == nil {
+			return
+		}
+		sendWhole(w)
+		status := rec.status
+		if rec.code == codeClientGone {
+			status = statusClientGone
+		}
+		start := time.Now()
+		err := s.Quota.Settle(r.Context(), rec.reservation, quota.Billed{
+			Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
+		})
+		rec.since("quotaSettle", start)
+		if err != nil {
+			rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
+			return
+		}
+		rec.quota = quotaSettled
+	})
+}
+
+// UsageResponse is the 200 answer of GET /api/usage: the caller's windows,
+// each present only when its limit is set.
+type UsageResponse struct {
+	User struct {
+		Day *UsageWindow `json:"day,omitempty"`
+	} `json:"user"`
+	Tenant struct {
+		Month *UsageWindow `json:"month,omitempty"`
+	} `json:"tenant"`
+}
+
+// UsageWindow is one window of a quota, in tokens.
+type UsageWindow struct {
+	Used     int64     `json:"used"`
+	Reserved int64     `json:"reserved"`
+	Limit    int64     `json:"limit"`
+	ResetsAt time.Time `json:"resetsAt"`
+}
+
+// handleUsage is GET /api/usage: the calling user's day and the tenant's
+// month as the store has them now (no windows without quotas).
+func (s *server) handleUsage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var out UsageResponse
+		if s.Quota != nil {
+			rec := recordFrom(r.Context())
+			u, err := s.Quota.Usage(r.Context(), rec.callerOID, rec.callerTID)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			out.User.Day, out.Tenant.Month = usageWindow(u.UserDay), usageWindow(u.TenantMonth)
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+func usageWindow(w *quota.Window) *UsageWindow {
+	if w == nil {
+		return nil
+	}
+	return &UsageWindow{Used: w.Used, Reserved: w.Reserved, Limit: w.Limit, ResetsAt: w.ResetsAt.UTC()}
+}

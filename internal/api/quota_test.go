@@ -1,0 +1,133 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/apiwire"
+	"github.com/timebox-dev/timebox/internal/azuritetest"
+)
+
+// The quota in the chat pipeline, against a real Azurite (the tests skip
+// where it is not installed, unless TIMEBOX_REQUIRE_AZURITE=1). Outside a
+// synctest bubble: Azurite is a real socket.
+
+func quotaHarness(t *testing.T, userDaily int, extra map[string]string) *harness {
+	t.Helper()
+	az := azuritetest.Start(t)
+	env := map[string]string{"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": strconv.Itoa(userDaily)}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return newHarness(t, env, aoaitest.Options{})
+}
+
+func usageOf(t *testing.T, h *harness) api.UsageResponse {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "/api/usage", nil)
+	r.Header.Set("Origin", allowedOrigin)
+	w := h.do(r)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, allowedOrigin, w.Header().Get("Access-Control-Allow-Origin"))
+	var u api.UsageResponse
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &u))
+	return u
+}
+
+// TestQuotaExceededIsFinalReadableAndSendsNothing: a question that does not
+// fit what is left of the day is answered 429 quota_exceeded with the
+// limit's message, x-should-retry: false, the wait until midnight UTC and
+// CORS headers, and Azure OpenAI is never asked.
+func TestQuotaExceededIsFinalReadableAndSendsNothing(t *testing.T) {
+	h := quotaHarness(t, 400, nil) // after one answer (about 105 tokens) the prompt and 256 no longer fit
+	resp := decodeOK(t, h.do(chatRequest(ask("hi"))))
+	used := usageOf(t, h).User.Day.Used
+	assert.EqualValues(t, resp.Usage.TotalTokens, used, "settled to what was billed")
+	assert.Len(t, h.sim.Requests(), 1)
+
+	w := h.do(chatRequest(ask("hi")))
+	assert.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
+	e := decodeError(t, w)
+	assert.Equal(t, apiwire.CodeQuotaExceeded, e.Error.Code)
+	assert.Regexp(t, `^Your daily limit of 400 tokens is used up\. It resets at 00:00 UTC, in (\d+ h )?\d+ min\.$|^Your daily limit of 400 tokens is used up\. It resets at 00:00 UTC, in \d+ h\.$`, e.Error.Message)
+	assert.Equal(t, "false", w.Header().Get("x-should-retry"))
+	wait, err := strconv.Atoi(w.Header().Get("Retry-After"))
+	require.NoError(t, err)
+	toMidnight := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour))
+	assert.InDelta(t, toMidnight.Seconds(), wait, 5)
+	assert.Equal(t, allowedOrigin, w.Header().Get("Access-Control-Allow-Origin"), "CORS headers on the refusal")
+	assert.Len(t, h.sim.Requests(), 1, "no upstream call")
+	lines := h.logLines()
+	assert.Equal(t, "settled", lines[0]["quota"])
+	assert.Equal(t, "exceeded", lines[len(lines)-1]["quota"])
+}
+
+// TestLowerCompletionLimitWhenTheQuotaIsShort: with less left than the
+// prompt and MAX_TOKENS, but room for a useful answer, the question is
+// asked with the completion limit that fits.
+func TestLowerCompletionLimitWhenTheQuotaIsShort(t *testing.T) {
+	h := quotaHarness(t, 700, nil) // MAX_TOKENS 1024 does not fit; the prompt and 256 do
+	decodeOK(t, h.do(chatRequest(ask("hi"))))
+	reqs := h.sim.Requests()
+	require.Len(t, reqs, 1)
+	prompt := h.logLines()[0]["promptTokens"].(float64)
+	assert.Equal(t, 700-int(prompt), reqs[0].MaxTokens, "the completion limit is what is left of the day")
+	assert.EqualValues(t, 700, h.logLines()[0]["quotaReserved"])
+}
+
+// TestUsageRoute: GET /api/usage is the caller's windows, each only when
+// its limit is set, and empty ones without quotas.
+func TestUsageRoute(t *testing.T) {
+	h := quotaHarness(t, 50_000, nil)
+	u := usageOf(t, h)
+	require.NotNil(t, u.User.Day)
+	assert.Nil(t, u.Tenant.Month, "no tenant limit set")
+	assert.EqualValues(t, 50_000, u.User.Day.Limit)
+	assert.Equal(t, time.Now().UTC().Truncate(24*time.Hour).Add(24*time.Hour), u.User.Day.ResetsAt)
+
+	noQuota := newHarness(t, nil, aoaitest.Options{})
+	r := httptest.NewRequest(http.MethodGet, "/api/usage", nil)
+	w := noQuota.do(r)
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"user":{},"tenant":{}}`, w.Body.String())
+}
+
+// TestQuotaStoreUnreachable: 503 quota_unavailable, retryable, with its
+// wait, and nothing sent upstream; with QUOTA_FAIL_OPEN=true the question
+// is served and its log line says the quota was skipped.
+func TestQuotaStoreUnreachable(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run("fail open "+strconv.FormatBool(failOpen), func(t *testing.T) {
+			h := newHarness(t, map[string]string{
+				"QUOTA_TABLE_ENDPOINT": "http://127.0.0.1:1/devstoreaccount1", "QUOTA_USER_DAILY_TOKENS": "1000", "QUOTA_FAIL_OPEN": strconv.FormatBool(failOpen),
+			}, aoaitest.Options{})
+			w := h.do(chatRequest(ask("hi")))
+			line := h.logLines()[0]
+			if failOpen {
+				decodeOK(t, w)
+				assert.Equal(t, "skipped", line["quota"])
+				assert.Contains(t, line["error"], "store unavailable")
+				return
+			}
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			e := decodeError(t, w)
+			assert.Equal(t, apiwire.CodeQuotaUnavailable, e.Error.Code)
+			assert.True(t, strings.HasSuffix(e.Error.Message, "Try again in 5 s."), e.Error.Message)
+			assert.Equal(t, "5", w.Header().Get("Retry-After"))
+			assert.Equal(t, "5000", w.Header().Get("retry-after-ms"))
+			assert.Empty(t, w.Header().Get("x-should-retry"), "retryable")
+			assert.Empty(t, h.sim.Requests(), "nothing sent upstream")
+			assert.Equal(t, "unavailable", line["quota"])
+		})
+	}
+}
