@@ -13,10 +13,15 @@ const pick = () => list.find((s) => s.id === $('scenario').value) ?? list[0];
 const params = new URLSearchParams(location.search);
 if (params.has('scenario')) $('scenario').value = params.get('scenario');
 if (params.get('stream') === '0') $('stream').checked = false;
-// A scenario may come with a question of its own (the long answer): it goes in the box, in sight.
+// A scenario may come with a question of its own (the long answer): it goes in the box, in sight, and
+// leaves with it: picking another scenario puts back the question the box had before, unless it was edited.
+const ownQuestions = new Set(list.map((s) => s.question).filter(Boolean));
+let usualQuestion = $('question').value;
 function showScenario() {
   $('expect').textContent = `Expect: ${pick().expect}.`;
-  if (pick().question) $('question').value = pick().question;
+  const box = $('question');
+  if (!ownQuestions.has(box.value)) usualQuestion = box.value;
+  box.value = pick().question ?? usualQuestion;
 }
 showScenario();
 $('scenario').addEventListener('change', showScenario);
@@ -71,7 +76,10 @@ const timeline = {
     this.since = performance.now();
   },
   streaming() {
-    if (this.phase === 'attempt') this.row.cells[3].textContent = 'streaming';
+    if (this.phase === 'attempt') {
+      this.row.cells[3].textContent = 'streaming';
+      this.row.dataset.streamed = 'true';
+    }
   },
   // onAttempt: the attempt in flight ended.
   ended(e) {
@@ -84,7 +92,9 @@ const timeline = {
     tr.className = e.decision === 'success' ? 'success' : e.decision === 'cancelled' ? 'cancelled' : e.retry ? 'retry' : 'stop';
     const decision = e.decision === 'success' ? 'success' : e.decision === 'cancelled' ? CANCELLED : e.retry ? 'retry' : `stop: ${e.decision}`;
     const wait = e.retry || e.decision === 'wait_too_long' ? ms(e.waitMs) : '';
-    const cells = [e.attempt, e.status === 0 ? 'network error' : e.status, ms(e.elapsedMs), decision, wait, e.code ?? ''];
+    // Status 0 is a failure with no answer; a cancelled attempt got none either, and says so in its decision.
+    const status = e.status !== 0 ? e.status : e.decision === 'cancelled' ? '' : 'network error';
+    const cells = [e.attempt, status, ms(e.elapsedMs), decision, wait, e.code ?? ''];
     cells.forEach((text, i) => (tr.cells[i].textContent = String(text)));
     if (e.retry) {
       this.phase = 'wait';
@@ -131,8 +141,11 @@ function fillServerTime() {
   const entries = performance.getEntriesByType('resource').filter((e) => e.name === `${config.api}/api/chat`);
   const rows = [...$('timeline').tBodies[0].rows];
   rows.forEach((tr, i) => {
-    const st = entries[i]?.serverTiming ?? [];
-    tr.cells[tr.cells.length - 1].textContent = st.filter((t) => t.name !== 'prompt').map((t) => `${t.name} ${ms(t.duration)}`).join(', ');
+    const st = (entries[i]?.serverTiming ?? []).filter((t) => t.name !== 'prompt');
+    // A stream's Server-Timing goes out with its first byte: it covers the time until the stream began,
+    // not the answer's whole time, which the elapsed column shows.
+    const text = st.map((t) => `${t.name} ${ms(t.duration)}`).join(', ');
+    tr.cells[tr.cells.length - 1].textContent = text && tr.dataset.streamed ? `until the stream began: ${text}` : text;
   });
 }
 

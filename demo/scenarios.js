@@ -9,6 +9,9 @@ export function uniqueId() {
   return `demo-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
+/** The long answer's question, which the scenario puts in the question box. */
+export const LONG_QUESTION = 'Count to 5000, with a comma between each number, no newlines and a period at the end.';
+
 export function scenarios({ thresholdMs, budgetMs }) {
   // Fails just past the threshold but well inside the budget.
   // Longer than the budget when the budget is short (a scaled-down run), so
@@ -42,15 +45,12 @@ export function scenarios({ thresholdMs, budgetMs }) {
     {
       id: 'long',
       label: 'Long answer past the budget',
-      directive: () => '',
-      question: 'Count to 5000, with a comma between each number, no newlines and a period at the end.',
-      // The answer is at most MAX_TOKENS (1024 by default) tokens: at make
-      // run's 15 ms a token it is complete in about 16 s, so only a shorter
-      // budget cuts it. Say so rather than promise a deadline that a 200 s
-      // budget never reaches.
-      expect: budgetMs <= 15_000
-        ? `the answer streams in until the budget (${Math.round(budgetMs / 1000)} s) runs out: the text so far stays, marked partial, with the server's readable message under it; one request`
-        : `the answer streams in; with a budget this long (${Math.round(budgetMs / 1000)} s) it reaches the completion limit (MAX_TOKENS, 1024 by default: about 16 s at make run's pace) first and ends with finishReason "length". To see the budget cut it, start with REQUEST_BUDGET=10s FAST_FAILURE_THRESHOLD=3s make run`,
+      // The model stalls after 200 tokens, as a stuck one does: the budget
+      // ends the answer at any REQUEST_BUDGET. An answer that only runs long
+      // reaches the completion limit (MAX_TOKENS) long before a 200 s budget.
+      directive: () => '[[sim:hang tokens=200]]',
+      question: LONG_QUESTION,
+      expect: `the answer streams in, then stops after 200 tokens as a stuck model does; at the budget (${Math.round(budgetMs / 1000)} s) the server ends it: the text so far stays, marked partial, with the server's readable message under it; one request`,
     },
     {
       id: 'hang',

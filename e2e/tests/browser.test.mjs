@@ -73,7 +73,27 @@ test('normal: one request and the answer', async () => {
   assert.match(r.answer, /^1, 2, 3, 4, 5, 6, 7, 8, 9, 10\.$/);
   assert.equal(r.requests.length, 1);
   assert.deepEqual(r.rows.map((row) => [row[1], row[3]]), [['200', 'success']]);
+  // A stream's Server-Timing went out with its first byte: the cell says what it covers.
+  const serverTime = '#timeline tbody tr:first-child td:last-child';
+  await r.page.waitForFunction((sel) => document.querySelector(sel).textContent !== '', serverTime, { timeout: 5_000 });
+  assert.match(await r.page.textContent(serverTime), /^until the stream began: (upstream \d+ ms, )?total \d+ ms$/);
   await r.page.close();
+});
+
+test("a scenario's own question leaves the box with it", async () => {
+  const page = await context.newPage();
+  await page.goto(`${stack.demo}/`);
+  const usual = await page.inputValue('#question');
+  await page.selectOption('#scenario', 'long');
+  assert.match(await page.inputValue('#question'), /^Count to 5000/);
+  await page.selectOption('#scenario', 'normal');
+  assert.equal(await page.inputValue('#question'), usual, 'the usual question is back');
+  // A question the user typed is theirs: it comes back after the long one.
+  await page.fill('#question', 'What is timebox?');
+  await page.selectOption('#scenario', 'long');
+  await page.selectOption('#scenario', 'slow');
+  assert.equal(await page.inputValue('#question'), 'What is timebox?');
+  await page.close();
 });
 
 test('the page and an answer cost no failed request (a new user opening devtools sees no red line)', async () => {
@@ -233,6 +253,9 @@ test("cancel: the caller's signal ends the attempt in flight at once", async () 
   await page.waitForSelector('#state[data-state="failed"]');
   assert.equal(await page.textContent('#error'), 'Cancelled by the user.');
   assert.equal(requests.length, 1);
+  // The cancelled attempt got no answer: its status cell is empty, not "network error".
+  const rows = await page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((row) => [row[0], row[1], row[3]]), [['1', '', 'cancelled by the user']]);
   // The cancel closed the connection, which ended the request at the handler: client_gone, not the
   // deadline_exceeded the 6 s budget would have brought (an event, where a clock on a loaded machine lies).
   const line = await stack.waitForRequestLog((l) => l.route?.includes('/api/chat') && l.method === 'POST', { from: logFrom });
@@ -240,7 +263,7 @@ test("cancel: the caller's signal ends the attempt in flight at once", async () 
   await page.close();
 });
 
-// Streaming (issue 9). The simulator writes "count to N" as "1, 2, ..., N."
+// Streaming. The simulator writes "count to N" as "1, 2, ..., N."
 // one token per -per-token (10 ms) after its time to first token, and the
 // handler logs a request's line only when the request is over: a delta that
 // reaches the page before that line exists was streamed, not buffered.
