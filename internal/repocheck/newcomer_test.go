@@ -212,7 +212,7 @@ func routeChecker(t *testing.T) http.Handler {
 		}[k]
 	})
 	require.NoError(t, err)
-	a, err := app.New(cfg, app.Ext{})
+	a, err := app.New(cfg, app.Seams{})
 	require.NoError(t, err)
 	return a.Handler
 }
