@@ -46,25 +46,6 @@ func Report(b *testing.B, pkgs ...string) {
 	}
 }
 
-// AtMost fails the test for each package of budgets whose init allocates
-// more bytes or makes more allocations than its budget: a package that
-// builds at process start what it could build on first use. A package
-// absent from the trace did no work at init. It logs what each allocated.
-func AtMost(t testing.TB, budgets map[string]Cost) {
-	t.Helper()
-	costs := ofTestBinary(t)
-	for pkg, budget := range budgets {
-		got := costs[pkg]
-		t.Logf("%s: %d bytes, %d allocs", pkg, got.Bytes, got.Allocs)
-		if got.Bytes > budget.Bytes {
-			t.Errorf("%s's init allocates %d bytes, over %d: does it build at process start what it could build on first use?", pkg, got.Bytes, budget.Bytes)
-		}
-		if got.Allocs > budget.Allocs {
-			t.Errorf("%s's init makes %d allocations, over %d: does it build at process start what it could build on first use?", pkg, got.Allocs, budget.Allocs)
-		}
-	}
-}
-
 // ofTestBinary starts the running test binary again, running no test, with
 // GODEBUG=inittrace=1, and returns the init cost of each package that had any,
 // by import path: what the packages the test binary links cost at each start
