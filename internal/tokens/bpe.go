@@ -22,6 +22,8 @@ type bpe struct {
 	byteID [256]uint32
 	// long holds the scratch of long merges, reused (merge.go).
 	long sync.Pool
+	// caches holds rankCaches, reused (merge.go).
+	caches sync.Pool
 	// pairs returns the rank of every two bytes as one token (noRank if
 	// none), the lookups of a merge's first pass, built at the first merge.
 	pairs func() *[1 << 16]uint32
@@ -41,6 +43,12 @@ const stopEvery = 1024
 // then those of the text so encoded. Once ctx ends, each stops and returns
 // its error.
 func (c *bpe) each(ctx context.Context, input string, yield func(id uint32, n int)) error {
+	var cache *rankCache // taken at the first merge
+	defer func() {
+		if cache != nil {
+			c.caches.Put(cache)
+		}
+	}()
 	for i, pieces := 0, 0; i < len(input); pieces++ {
 		if pieces%stopEvery == stopEvery-1 {
 			if err := ctx.Err(); err != nil {
@@ -54,7 +62,12 @@ func (c *bpe) each(ctx context.Context, input string, yield func(id uint32, n in
 			yield(id, len(piece))
 			continue
 		}
-		if err := c.merge(ctx, piece, yield); err != nil {
+		if cache == nil {
+			if cache, _ = c.caches.Get().(*rankCache); cache == nil {
+				cache = new(rankCache)
+			}
+		}
+		if err := c.merge(ctx, piece, cache, yield); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/timebox-dev/timebox/internal/tokens/internal/vocabtable"
 )
 
 // Byte-pair merging as tiktoken does it: a piece starts as its bytes, and
@@ -31,26 +33,55 @@ const maxShort = 64
 
 // merge calls yield with the id and length of each token of piece, which is
 // not a token itself.
-func (c *bpe) merge(ctx context.Context, piece string, yield func(id uint32, n int)) error {
+func (c *bpe) merge(ctx context.Context, piece string, cache *rankCache, yield func(id uint32, n int)) error {
 	if len(piece) <= maxShort {
-		c.mergeShort(piece, yield)
+		c.mergeShort(piece, cache, yield)
 		return nil
 	}
-	return c.mergeLong(ctx, piece, yield)
+	return c.mergeLong(ctx, piece, cache, yield)
 }
 
 // rank returns the rank of piece[from:to] as one token, or noRank.
-func (c *bpe) rank(piece string, from, to int) uint32 {
-	switch n := to - from; {
+func (c *bpe) rank(piece string, from, to int, cache *rankCache) uint32 {
+	n := to - from
+	switch {
 	case n == 2:
 		return c.pairs()[uint16(piece[from])<<8|uint16(piece[from+1])]
 	case n > longestToken:
 		return noRank
 	}
-	if id, ok := c.vocab.Lookup(piece[from:to]); ok {
+	s := piece[from:to]
+	h := vocabtable.Hash(s)
+	if n > len(rankCacheEntry{}.key) {
+		return c.lookup(s, h)
+	}
+	e := &cache[h%uint32(len(cache))]
+	if int(e.n) == n && string(e.key[:n]) == s {
+		return e.rank
+	}
+	e.n, e.rank = uint8(copy(e.key[:], s)), c.lookup(s, h)
+	return e.rank
+}
+
+func (c *bpe) lookup(s string, h uint32) uint32 {
+	if id, ok := c.vocab.LookupHashed(s, h); ok {
 		return id
 	}
 	return noRank
+}
+
+// rankCache remembers the ranks of the short substrings merges looked up
+// last, a slot per hash: merging asks for the same pairs again and again
+// (the same syllables, characters, letters), and a lookup in the
+// vocabulary's table of megabytes is a few cache misses where this is one.
+// What a slot holds is true of the vocabulary, whatever text asked, so
+// caches are reused between counts (a sync.Pool in bpe) as they are.
+type rankCache [4096]rankCacheEntry
+
+type rankCacheEntry struct {
+	key  [15]byte
+	n    uint8 // the key's length; 0 in an empty slot (no key is empty)
+	rank uint32
 }
 
 // shortPart is a part of a short piece: where it starts, its id, and the
@@ -60,7 +91,7 @@ type shortPart struct {
 }
 
 // mergeShort is tiktoken's merge loop over a piece of at most maxShort bytes.
-func (c *bpe) mergeShort(piece string, yield func(id uint32, n int)) {
+func (c *bpe) mergeShort(piece string, cache *rankCache, yield func(id uint32, n int)) {
 	var buf [maxShort + 1]shortPart
 	parts := buf[:len(piece)+1]
 	for i := range len(piece) {
@@ -71,16 +102,16 @@ func (c *bpe) mergeShort(piece string, yield func(id uint32, n int)) {
 		if i+2 >= len(parts) {
 			return noRank
 		}
-		return c.rank(piece, int(parts[i].at), int(parts[i+2].at))
+		return c.rank(piece, int(parts[i].at), int(parts[i+2].at), cache)
 	}
 	for i := range len(parts) - 2 {
 		parts[i].rank = pairRank(i)
 	}
 	for {
 		best, at := uint32(noRank), -1
-		for i := range len(parts) - 1 {
-			if parts[i].rank < best {
-				best, at = parts[i].rank, i
+		for i, p := range parts[:len(parts)-1] {
+			if p.rank < best {
+				best, at = p.rank, i
 			}
 		}
 		if at < 0 {
@@ -122,6 +153,7 @@ type buckets struct {
 	summary [maxRanks / 64 / 64]uint64
 	entries []bucketEntry
 	free    int32 // a list of unused entries, as head
+	low     int   // no summary word below this one has a bit set
 	taken   []int32
 	bounds  []uint64
 }
@@ -138,16 +170,19 @@ func (b *buckets) add(rank uint32, at int) {
 	b.head[rank] = e
 	b.ranks[rank/64] |= 1 << (rank % 64)
 	b.summary[rank/4096] |= 1 << (rank / 64 % 64)
+	b.low = min(b.low, int(rank/4096))
 }
 
 // lowest returns the lowest rank with a list, or false if none has.
 func (b *buckets) lowest() (uint32, bool) {
-	for i, s := range b.summary {
-		if s != 0 {
+	for i := b.low; i < len(b.summary); i++ {
+		if s := b.summary[i]; s != 0 {
+			b.low = i
 			w := i*64 + bits.TrailingZeros64(s)
 			return uint32(w*64 + bits.TrailingZeros64(b.ranks[w])), true
 		}
 	}
+	b.low = len(b.summary)
 	return 0, false
 }
 
@@ -241,7 +276,7 @@ func (s boundaries) before(i int) int {
 }
 
 // mergeLong merges a piece of any length by rank (see the top of this file).
-func (c *bpe) mergeLong(ctx context.Context, piece string, yield func(id uint32, n int)) error {
+func (c *bpe) mergeLong(ctx context.Context, piece string, cache *rankCache, yield func(id uint32, n int)) error {
 	b, _ := c.long.Get().(*buckets)
 	if b == nil {
 		b = &buckets{head: make([]int32, c.vocab.Len())}
@@ -260,7 +295,7 @@ func (c *bpe) mergeLong(ctx context.Context, piece string, yield func(id uint32,
 	}
 	bounds[n/64] &= 1<<(n%64+1) - 1 // nothing past the end
 	for i := 0; i+2 <= n; i++ {
-		if r := c.rank(piece, i, i+2); r != noRank {
+		if r := c.rank(piece, i, i+2, cache); r != noRank {
 			b.add(r, i)
 		}
 	}
@@ -290,14 +325,14 @@ func (c *bpe) mergeLong(ctx context.Context, piece string, yield func(id uint32,
 			// and start again from the lowest rank.
 			again := false
 			if end < n {
-				if r := c.rank(piece, int(at), bounds.after(end)); r != noRank {
+				if r := c.rank(piece, int(at), bounds.after(end), cache); r != noRank {
 					b.add(r, int(at))
 					again = again || r <= rank
 				}
 			}
 			if at > 0 {
 				prev := bounds.before(int(at))
-				if r := c.rank(piece, prev, end); r != noRank {
+				if r := c.rank(piece, prev, end, cache); r != noRank {
 					b.add(r, prev)
 					again = again || r <= rank
 				}

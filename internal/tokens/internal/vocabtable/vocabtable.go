@@ -153,10 +153,17 @@ func (t Table) Token(id int) string {
 	return t.blob[u24(t.offsets, entry*id):u24(t.offsets, entry*id+entry)]
 }
 
+// Hash returns the hash of s that Lookup starts from, for a caller that
+// keys a cache of its own with it (LookupHashed).
+func Hash(s string) uint32 { return hash(s) }
+
 // Lookup returns the id of the token whose bytes are s, and whether there is
 // one.
-func (t Table) Lookup(s string) (id uint32, ok bool) {
-	i := hash(s) & t.mask
+func (t Table) Lookup(s string) (id uint32, ok bool) { return t.LookupHashed(s, hash(s)) }
+
+// LookupHashed is Lookup of s whose Hash is h.
+func (t Table) LookupHashed(s string, h uint32) (id uint32, ok bool) {
+	i := h & t.mask
 	// At most every slot once, so that even a damaged table ends.
 	for range len(t.slots) / entry {
 		e := u24(t.slots, entry*int(i))
