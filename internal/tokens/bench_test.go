@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -35,8 +36,19 @@ func sample(kind string, n int) string {
 	return b.String()
 }
 
+// startCPU starts measuring the process's CPU time; the function it returns
+// gives the time used since, if the platform measures it.
+func startCPU() func() (time.Duration, bool) {
+	start, ok := cpuTime()
+	return func() (time.Duration, bool) {
+		now, _ := cpuTime()
+		return now - start, ok && now > start
+	}
+}
+
 // BenchmarkTextByKind measures Counter.Text on 1 MiB of each kind of text in
-// both encodings, in MB/s and tokens/s.
+// both encodings, in MB/s and tokens/s (and MB/s of CPU time, steadier on a
+// shared machine).
 func BenchmarkTextByKind(b *testing.B) {
 	for _, enc := range encodings {
 		c, err := New(enc)
@@ -47,11 +59,15 @@ func BenchmarkTextByKind(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", enc, kind), func(b *testing.B) {
 				b.SetBytes(int64(len(text)))
 				b.ReportAllocs()
+				cpu := startCPU()
 				for b.Loop() {
 					c.Text(text)
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 				b.ReportMetric(float64(len(text))/float64(n), "bytes/token")
+				if d, ok := cpu(); ok {
+					b.ReportMetric(float64(len(text))*float64(b.N)/1e6/d.Seconds(), "cpu-MB/s")
+				}
 			})
 		}
 	}
@@ -59,7 +75,8 @@ func BenchmarkTextByKind(b *testing.B) {
 
 // BenchmarkWorstCase measures Counter.Text on 1 MiB of each worst case
 // (worstCases: one letter, one digit, spaces, one CJK character, random
-// bytes, random lower-case letters), in milliseconds a count.
+// bytes, random lower-case letters), in milliseconds a count, of the wall
+// clock and of CPU time.
 func BenchmarkWorstCase(b *testing.B) {
 	for _, enc := range encodings {
 		c, err := New(enc)
@@ -68,10 +85,14 @@ func BenchmarkWorstCase(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", enc, w.name), func(b *testing.B) {
 				b.SetBytes(int64(len(w.text)))
 				b.ReportAllocs()
+				cpu := startCPU()
 				for b.Loop() {
 					c.Text(w.text)
 				}
-				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/count")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/count")
+				if d, ok := cpu(); ok {
+					b.ReportMetric(float64(d.Microseconds())/1e3/float64(b.N), "cpu-ms/count")
+				}
 			})
 		}
 	}

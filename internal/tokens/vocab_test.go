@@ -86,7 +86,7 @@ func TestADamagedTableIsRefused(t *testing.T) {
 	t.Cleanup(func() { o200kTable = real })
 	for name, damaged := range map[string]string{
 		"cut short":     real[:len(real)-1],
-		"other version": real[:7] + "\x02" + real[8:],
+		"other version": real[:7] + "\x01" + real[8:],
 		"empty":         "",
 	} {
 		o200kTable = damaged

@@ -5,18 +5,22 @@
 //
 // A table file is, all integers little-endian:
 //
-//	header   magic "tbvocab" and format version 1 (8 bytes),
+//	header   magic "tbvocab" and format version 2 (8 bytes),
 //	         ids n, blob length, log2 of the slot count (3 x uint32)
 //	offsets  n+1 entries of 3 bytes: id i's bytes are blob[offsets[i]:offsets[i+1]]
 //	         (empty for an id with no token)
-//	slots    2^bits entries of 3 bytes: 0 for an empty slot, else id+1, in
-//	         an open-addressing hash table of token bytes (hash, linear probing)
+//	slots    2^bits entries of 3 bytes: 0 for an empty slot, else id+1 in
+//	         its low 18 bits and 6 bits of the token's hash above them, in an
+//	         open-addressing hash table of token bytes (hash, linear probing)
 //	blob     every token's bytes, in id order
 //
-// Three-byte entries keep the binary small (ids below 2^24-1, blobs below
-// 16 MiB; both encodings are far below). The slot count is the smallest power
-// of two that keeps the load factor at or below 0.4, so a miss (most lookups
-// while byte-pair merging are misses) stops after about two slots.
+// Three-byte entries keep the binary small (ids below 2^18-1, blobs below
+// 16 MiB; both encodings are below). The hash bits in a slot let a lookup
+// pass over a slot of another token without reading that token's offsets
+// and bytes, two cache misses in a table of megabytes. The slot count is the
+// smallest power of two that keeps the load factor at or below 0.4, so a miss
+// (most lookups while byte-pair merging are misses) stops after about two
+// slots.
 package vocabtable
 
 import (
@@ -26,7 +30,7 @@ import (
 )
 
 // magic starts every table file; its last byte is the format version.
-const magic = "tbvocab\x01"
+const magic = "tbvocab\x02"
 
 // headerSize is magic plus three uint32s.
 const headerSize = len(magic) + 3*4
@@ -37,25 +41,40 @@ const entry = 3
 // maxEntry is the largest value an entry holds.
 const maxEntry = 1<<(8*entry) - 1
 
-// hash is 32-bit FNV-1a over s (the writer and the reader must agree, so it
-// is defined here only): deterministic across builds, and fast enough for
-// the short strings byte-pair merging looks up.
+// hash mixes s eight bytes at a time (the writer and the reader must agree,
+// so it is defined here only): deterministic across builds and machines, and
+// fast on the long pieces merging looks up as on short ones.
 func hash(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
+	h := uint64(len(s)) * 0x9E3779B97F4A7C15
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = (h ^ w) * 0xBF58476D1CE4E5B9
+		h ^= h >> 31
 	}
-	return h
+	var w uint64
+	for i := range len(s) {
+		w |= uint64(s[i]) << (8 * i)
+	}
+	h = (h ^ w) * 0x94D049BB133111EB
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	return uint32(h >> 32)
 }
+
+// idBits is how many of a slot's bits hold id+1; the rest hold tagOf.
+const idBits = 18
+
+// tagOf is the hash bits a slot keeps of its token.
+func tagOf(h uint32) uint32 { return h >> (32 - (8*entry - idBits)) }
 
 // Build returns the table file of a vocabulary: tokens[id] is the bytes of
 // the token with that id, or "" for an id with no token. It fails on a
 // duplicate token or a vocabulary too big for three-byte entries.
 func Build(tokens []string) ([]byte, error) {
 	n := len(tokens)
-	if n+1 > maxEntry {
-		return nil, fmt.Errorf("vocabtable: %d ids do not fit in %d-byte slots", n, entry)
+	if n+1 >= 1<<idBits {
+		return nil, fmt.Errorf("vocabtable: %d ids do not fit in %d bits of a slot", n, idBits)
 	}
 	blobLen, count := 0, 0
 	for _, tok := range tokens {
@@ -90,14 +109,15 @@ func Build(tokens []string) ([]byte, error) {
 		if tok == "" {
 			continue
 		}
-		i := hash(tok) & mask
+		h := hash(tok)
+		i := h & mask
 		for table[i] != 0 {
-			if tokens[table[i]-1] == tok {
-				return nil, fmt.Errorf("vocabtable: ids %d and %d have the same token %q", table[i]-1, id, tok)
+			if other := table[i]&(1<<idBits-1) - 1; tokens[other] == tok {
+				return nil, fmt.Errorf("vocabtable: ids %d and %d have the same token %q", other, id, tok)
 			}
 			i = (i + 1) & mask
 		}
-		table[i] = uint32(id + 1)
+		table[i] = uint32(id+1) | tagOf(h)<<idBits
 	}
 	for _, e := range table {
 		out = put(out, int(e))
@@ -127,7 +147,7 @@ func Open(data string) (Table, error) {
 		return Table{}, errors.New("vocabtable: not a table of this format (wrong magic or version)")
 	}
 	n, blobLen, bits := u32(data, len(magic)), u32(data, len(magic)+4), u32(data, len(magic)+8)
-	if n+1 > maxEntry || blobLen > maxEntry || bits < 1 || bits > 8*entry || n >= 1<<bits {
+	if n+1 >= 1<<idBits || blobLen > maxEntry || bits < 1 || bits > 8*entry || n >= 1<<bits {
 		return Table{}, fmt.Errorf("vocabtable: impossible header (%d ids, %d bytes, 2^%d slots)", n, blobLen, bits)
 	}
 	offsetsEnd := headerSize + entry*(n+1)
@@ -163,17 +183,19 @@ func (t Table) Lookup(s string) (id uint32, ok bool) { return t.LookupHashed(s, 
 
 // LookupHashed is Lookup of s whose Hash is h.
 func (t Table) LookupHashed(s string, h uint32) (id uint32, ok bool) {
-	i := h & t.mask
+	i, tag := h&t.mask, tagOf(h)
 	// At most every slot once, so that even a damaged table ends.
 	for range len(t.slots) / entry {
 		e := u24(t.slots, entry*int(i))
 		if e == 0 {
 			return 0, false
 		}
-		id = e - 1
-		lo, hi := u24(t.offsets, entry*int(id)), u24(t.offsets, entry*int(id)+entry)
-		if int(hi-lo) == len(s) && t.blob[lo:hi] == s {
-			return id, true
+		if e>>idBits == tag {
+			id = e&(1<<idBits-1) - 1
+			lo, hi := u24(t.offsets, entry*int(id)), u24(t.offsets, entry*int(id)+entry)
+			if int(hi-lo) == len(s) && t.blob[lo:hi] == s {
+				return id, true
+			}
 		}
 		i = (i + 1) & t.mask
 	}
