@@ -29,7 +29,7 @@ const noRank = math.MaxUint32
 
 // maxShort is the longest piece merged by scanning: its parts fit on the
 // stack, and a scan of them costs less than the buckets' bookkeeping.
-const maxShort = 64
+const maxShort = 40
 
 // merge calls yield with the id and length of each token of piece, which is
 // not a token itself.
