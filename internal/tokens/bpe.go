@@ -58,14 +58,18 @@ func (c *bpe) each(ctx context.Context, input string, yield func(id uint32, n in
 		end := c.split(input, i)
 		piece := input[i:end]
 		i = end
-		if id, ok := c.vocab.Lookup(piece); ok {
-			yield(id, len(piece))
+		if len(piece) == 1 {
+			yield(c.byteID[piece[0]], 1)
 			continue
 		}
 		if cache == nil {
 			if cache, _ = c.caches.Get().(*rankCache); cache == nil {
 				cache = new(rankCache)
 			}
+		}
+		if id := c.pieceRank(piece, cache); id != noRank {
+			yield(id, len(piece))
+			continue
 		}
 		if err := c.merge(ctx, piece, cache, yield); err != nil {
 			return err

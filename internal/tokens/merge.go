@@ -51,12 +51,26 @@ func (c *bpe) rank(piece string, from, to int, cache *rankCache) uint32 {
 		return noRank
 	}
 	s := piece[from:to]
-	h := vocabtable.Hash(s)
-	if n > len(rankCacheEntry{}.key) {
+	return c.cached(s, vocabtable.Hash(s), cache)
+}
+
+// pieceRank returns the rank of piece as one token, or noRank: rank's
+// lookup, through the cache (words come back) but without the table of
+// pairs, which only merging builds.
+func (c *bpe) pieceRank(piece string, cache *rankCache) uint32 {
+	if len(piece) > longestToken {
+		return noRank
+	}
+	return c.cached(piece, vocabtable.Hash(piece), cache)
+}
+
+// cached is the rank of s, whose hash is h, through the cache.
+func (c *bpe) cached(s string, h uint32, cache *rankCache) uint32 {
+	if len(s) > len(rankCacheEntry{}.key) {
 		return c.lookup(s, h)
 	}
 	e := &cache[h%uint32(len(cache))]
-	if int(e.n) == n && string(e.key[:n]) == s {
+	if int(e.n) == len(s) && string(e.key[:len(s)]) == s {
 		return e.rank
 	}
 	e.n, e.rank = uint8(copy(e.key[:], s)), c.lookup(s, h)
