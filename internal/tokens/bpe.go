@@ -67,11 +67,12 @@ func (c *bpe) each(ctx context.Context, input string, yield func(id uint32, n in
 				cache = new(rankCache)
 			}
 		}
-		if id := c.pieceRank(piece, cache); id != noRank {
+		id, h := c.pieceRank(piece, cache)
+		if id != noRank {
 			yield(id, len(piece))
 			continue
 		}
-		if err := c.merge(ctx, piece, cache, yield); err != nil {
+		if err := c.merge(ctx, piece, h, cache, yield); err != nil {
 			return err
 		}
 	}

@@ -32,13 +32,32 @@ const noRank = math.MaxUint32
 const maxShort = 40
 
 // merge calls yield with the id and length of each token of piece, which is
-// not a token itself.
-func (c *bpe) merge(ctx context.Context, piece string, cache *rankCache, yield func(id uint32, n int)) error {
-	if len(piece) <= maxShort {
-		c.mergeShort(piece, cache, yield)
-		return nil
+// not a token itself; h is its hash (pieceRank's).
+func (c *bpe) merge(ctx context.Context, piece string, h uint32, cache *rankCache, yield func(id uint32, n int)) error {
+	if len(piece) > maxShort {
+		return c.mergeLong(ctx, piece, cache, yield)
 	}
-	return c.mergeLong(ctx, piece, cache, yield)
+	var e *pieceEntry
+	if len(piece) <= len(pieceEntry{}.key) {
+		e = &cache.pieces[h%uint32(len(cache.pieces))]
+		if int(e.n) == len(piece) && string(e.key[:len(piece)]) == piece {
+			for i := range e.count {
+				yield(e.ids[i], int(e.lens[i]))
+			}
+			return nil
+		}
+	}
+	parts := c.mergeShort(piece, cache)
+	for i := range len(parts) - 1 {
+		yield(parts[i].id, int(parts[i+1].at-parts[i].at))
+	}
+	if e != nil && len(parts)-1 <= len(e.ids) {
+		e.n, e.count = uint8(copy(e.key[:], piece)), uint8(len(parts)-1)
+		for i := range len(parts) - 1 {
+			e.ids[i], e.lens[i] = parts[i].id, uint8(parts[i+1].at-parts[i].at)
+		}
+	}
+	return nil
 }
 
 // rank returns the rank of piece[from:to] as one token, or noRank.
@@ -57,11 +76,12 @@ func (c *bpe) rank(piece string, from, to int, cache *rankCache) uint32 {
 // pieceRank returns the rank of piece as one token, or noRank: rank's
 // lookup, through the cache (words come back) but without the table of
 // pairs, which only merging builds.
-func (c *bpe) pieceRank(piece string, cache *rankCache) uint32 {
+func (c *bpe) pieceRank(piece string, cache *rankCache) (rank, hash uint32) {
 	if len(piece) > longestToken {
-		return noRank
+		return noRank, 0
 	}
-	return c.cached(piece, vocabtable.Hash(piece), cache)
+	h := vocabtable.Hash(piece)
+	return c.cached(piece, h, cache), h
 }
 
 // cached is the rank of s, whose hash is h, through the cache.
@@ -69,7 +89,7 @@ func (c *bpe) cached(s string, h uint32, cache *rankCache) uint32 {
 	if len(s) > len(rankCacheEntry{}.key) {
 		return c.lookup(s, h)
 	}
-	e := &cache[h%uint32(len(cache))]
+	e := &cache.ranks[h%uint32(len(cache.ranks))]
 	if int(e.n) == len(s) && string(e.key[:len(s)]) == s {
 		return e.rank
 	}
@@ -88,14 +108,30 @@ func (c *bpe) lookup(s string, h uint32) uint32 {
 // last, a slot per hash: merging asks for the same pairs again and again
 // (the same syllables, characters, letters), and a lookup in the
 // vocabulary's table of megabytes is a few cache misses where this is one.
-// What a slot holds is true of the vocabulary, whatever text asked, so
-// caches are reused between counts (a sync.Pool in bpe) as they are.
-type rankCache [4096]rankCacheEntry
+// It remembers the tokens of the short pieces merged last too, as texts
+// repeat their words. What a slot holds is true of the vocabulary, whatever
+// text asked, so caches are reused between counts (a sync.Pool in bpe) as
+// they are.
+type rankCache struct {
+	ranks  [4096]rankCacheEntry
+	pieces [1024]pieceEntry
+	// parts is mergeShort's scratch.
+	parts [maxShort + 1]shortPart
+}
 
 type rankCacheEntry struct {
 	key  [15]byte
 	n    uint8 // the key's length; 0 in an empty slot (no key is empty)
 	rank uint32
+}
+
+// pieceEntry is a short piece and its tokens, if it has at most eight.
+type pieceEntry struct {
+	key   [31]byte
+	n     uint8 // the key's length; 0 in an empty slot
+	count uint8
+	lens  [8]uint8
+	ids   [8]uint32
 }
 
 // shortPart is a part of a short piece: where it starts, its id, and the
@@ -104,10 +140,11 @@ type shortPart struct {
 	at, id, rank uint32
 }
 
-// mergeShort is tiktoken's merge loop over a piece of at most maxShort bytes.
-func (c *bpe) mergeShort(piece string, cache *rankCache, yield func(id uint32, n int)) {
-	var buf [maxShort + 1]shortPart
-	parts := buf[:len(piece)+1]
+// mergeShort is tiktoken's merge loop over a piece of at most maxShort
+// bytes. It returns the parts (in cache's scratch): each token's id and
+// start, and the end.
+func (c *bpe) mergeShort(piece string, cache *rankCache) []shortPart {
+	parts := cache.parts[:len(piece)+1]
 	for i := range len(piece) {
 		parts[i] = shortPart{at: uint32(i), id: c.byteID[piece[i]], rank: noRank}
 	}
@@ -138,9 +175,7 @@ func (c *bpe) mergeShort(piece string, cache *rankCache, yield func(id uint32, n
 			parts[at-1].rank = pairRank(at - 1)
 		}
 	}
-	for i := range len(parts) - 1 {
-		yield(parts[i].id, int(parts[i+1].at-parts[i].at))
-	}
+	return parts
 }
 
 // maxRanks bounds the ids of a vocabulary merged by rank (newBPE checks it):
