@@ -70,7 +70,7 @@ type eventStream struct {
 // keepAlive of silence. deadline bounds every write (plus writeGrace);
 // begin sets headers (CORS, timing) just before the first byte.
 func openStream(w http.ResponseWriter, deadline time.Time, begin func()) *eventStream {
-	es := &eventStream{w: w, rc: http.NewResponseController(innermost(w)), begin: begin}
+	es := &eventStream{w: w, rc: http.NewResponseController(w), begin: begin}
 	// Not every writer has deadlines (a test's recorder); the budget still
 	// ends the upstream call, and with it the stream.
 	_ = es.rc.SetWriteDeadline(deadline.Add(writeGrace))
@@ -78,20 +78,6 @@ func openStream(w http.ResponseWriter, deadline time.Time, begin func()) *eventS
 	es.timer = time.AfterFunc(keepAlive, es.keepAlive)
 	es.mu.Unlock()
 	return es
-}
-
-// innermost unwraps w to net/http's own writer. Middleware wrappers (chi's
-// among them) implement http.Flusher, whose Flush has no error to give, so
-// a ResponseController on them could not tell that the caller is gone.
-// Writes still go through the wrappers; only flushes and deadlines go here.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
 }
 
 // keepAlive sends a comment after a silence. A write under way (it may be

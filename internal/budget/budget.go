@@ -71,9 +71,8 @@ func From(ctx context.Context) *Budget {
 // caller gives up. It records the client's timeout on the Budget. When the
 // deadline does not move, it returns ctx itself and a cancel that does
 // nothing: the SPFx client sends its timeout on every request, and a
-// context of its own (a cancelCtx, the Done channel and children map it
-// adds, the request copy that carries it) would be held for the whole wait
-// on Azure OpenAI for nothing.
+// context of its own would be held for the whole wait on Azure OpenAI for
+// nothing.
 func ShortenForClient(ctx context.Context, clientTimeout, margin time.Duration) (context.Context, context.CancelFunc) {
 	b := From(ctx)
 	if b == nil {

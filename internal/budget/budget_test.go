@@ -54,18 +54,23 @@ func TestClientTimeoutShortensTheDeadline(t *testing.T) {
 	}
 }
 
-// A caller's timeout that leaves the deadline where it was keeps the
-// request's context: a context of its own would be held for the whole wait
-// on Azure OpenAI, on every request from the SPFx client, which always says
-// its timeout. Its cancel leaves the request's context alone.
-func TestClientTimeoutThatDoesNotShortenKeepsTheContext(t *testing.T) {
-	ctx, cancel, b := budget.Start(context.Background(), 200*time.Second)
-	defer cancel()
-	got, cancel2 := budget.ShortenForClient(ctx, 300*time.Second, 2*time.Second)
-	cancel2()
-	assert.True(t, got == ctx, "a new context for a deadline that did not move")
-	assert.NoError(t, ctx.Err(), "its cancel ended the request's context")
-	assert.Equal(t, 300*time.Second, b.ClientTimeout)
+// A caller's timeout that ends after the budget leaves the request's
+// deadline and its cause (the budget's) as they were, and its cancel leaves
+// the request's context alone.
+func TestClientTimeoutThatDoesNotShortenKeepsTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel, b := budget.Start(context.Background(), 200*time.Second)
+		defer cancel()
+		got, cancel2 := budget.ShortenForClient(ctx, 300*time.Second, 2*time.Second)
+		cancel2()
+		assert.NoError(t, ctx.Err(), "its cancel ended the request's context")
+		assert.Equal(t, 300*time.Second, b.ClientTimeout)
+		deadline, _ := got.Deadline()
+		assert.Equal(t, b.Started.Add(200*time.Second), deadline)
+		<-got.Done()
+		assert.Equal(t, 200*time.Second, time.Since(b.Started))
+		assert.ErrorIs(t, context.Cause(got), budget.ErrExhausted)
+	})
 }
 
 // BenchmarkShortenForClient reports what a caller's timeout costs a request
