@@ -10,7 +10,7 @@ import (
 )
 
 // TestNoTestSleepsOnTheWallClock: a test waits on events, never on the wall
-// clock (docs/architecture.md, "Tests"). A time.Sleep in a test is allowed
+// clock (docs/testing.md). A time.Sleep in a test is allowed
 // only inside a testing/synctest bubble, the function literal passed to
 // synctest.Test, where it advances virtual time and costs nothing. A helper
 // outside that literal that only bubbles call says so in a comment naming
