@@ -118,9 +118,9 @@ func (t *Ticket) Release() {
 }
 
 // The cost model: what a request holds, estimated from what is known
-// before the work. Measured on the handler (issue 7): a 16 MiB request of
-// five text documents peaked near 80 MB of RSS, about five times its body,
-// of which half is garbage the collector has not yet taken back (GOGC 100).
+// before the work. A request's peak is about five times its body, half of
+// it garbage the collector has not yet taken back at GOGC 100 (make
+// hostile's memory rows measure it; docs/operations.md).
 const (
 	// BodyFactor: the body read whole, the documents decoded from its
 	// base64 (3/4 of it), the strings of the decoded JSON and the prompt

@@ -28,9 +28,9 @@ import (
 // stacks, the heap in use and the goroutines are counted per request. Both
 // count the caller's and the upstream's side of each connection too (one
 // process), so the difference is timebox's own. stack-B/req is the figure
-// the code's shape decides: a request waiting deeper than about 7 KB has a
-// 16 KB goroutine stack instead of 8 KB (Go doubles a stack that fills, and
-// halves it only when a quarter is used), so timebox's must be the floor's.
+// the depth of the wait decides: a request waiting deeper than about 7 KB
+// has a 16 KB goroutine stack instead of 8 KB (Go doubles a stack that
+// fills, and halves it only when a quarter is used).
 func BenchmarkHeldRequests(b *testing.B) {
 	const n = 500
 	var held atomic.Int64
