@@ -382,7 +382,8 @@ func TestACountStopsWhenTheContextEnds(t *testing.T) {
 // The memory of a count grows with the longest piece, linearly: a piece
 // four times as long takes about four times the memory (a merge that held
 // every pair against every other would take sixteen times), and a text of
-// pieces that are words takes none, however long.
+// pieces that are words, however long, takes a small part of what one long
+// piece does (the scratch is reused; BenchmarkTextByKind reports the bytes).
 func TestMemoryGrowsLinearlyWithThePiece(t *testing.T) {
 	c, err := New("o200k_base")
 	require.NoError(t, err)
@@ -394,9 +395,12 @@ func TestMemoryGrowsLinearlyWithThePiece(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
+	var piece uint64
 	for _, letter := range []string{"a", " ", "語"} {
 		short, long := allocated(strings.Repeat(letter, 256<<10/len(letter))), allocated(strings.Repeat(letter, 1<<20/len(letter)))
 		assert.Less(t, long, 5*short, "%q: %d bytes for a 1 MiB piece, %d for 256 KiB", letter, long, short)
+		piece = max(piece, long)
 	}
-	assert.Zero(t, allocated(strings.Repeat("The budget forecast for the next quarter, unprecedentedly. ", 1<<20/60)))
+	words := allocated(strings.Repeat("The budget forecast for the next quarter, unprecedentedly. ", 4<<20/60))
+	assert.Less(t, words, piece/10, "4 MiB of words")
 }

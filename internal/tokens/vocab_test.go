@@ -135,17 +135,6 @@ func TestTheFirstCountBuildsNoVocabulary(t *testing.T) {
 	assert.Less(t, allocated, 1<<20, "bytes allocated by the first counts of both encodings")
 }
 
-// Counting allocates nothing: not for the pieces, which are substrings of
-// the text, nor for looking them up, nor for merging a piece that is no
-// token (the short ones are merged on the stack).
-func TestCountingAllocatesNothing(t *testing.T) {
-	c, err := New("o200k_base")
-	require.NoError(t, err)
-	text := strings.Repeat("The report shows that the third quarter was good, and the costs fell by 3.5 percent: unprecedentedly so. ", 50)
-	require.Greater(t, c.Text(text), 1000)
-	assert.Zero(t, testing.AllocsPerRun(20, func() { _ = c.Text(text) }))
-}
-
 // BenchmarkFirstUse measures what the first count of an encoding in a process
 // pays before counting: checking its table's header and looking up its
 // single bytes (newBPE; Counters share the result).
