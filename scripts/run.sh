@@ -17,6 +17,7 @@ trap cleanup EXIT INT TERM
 # AUTH_MODE=entra without an authority of your own: the simulator is Entra ID too (internal/issuertest),
 # with a test tenant, app and user, so the handler checks real tokens signed with real keys.
 LOCAL_ISSUER=
+AZURITE_WAIT=
 if [ "${AUTH_MODE:-}" = entra ] && [ -z "${AZURE_AUTHORITY_HOST:-}" ]; then
   LOCAL_ISSUER=1
   export AZURE_AUTHORITY_HOST="http://$SIM_ADDR" AUTH_TENANTS=${AUTH_TENANTS:-11111111-2222-4333-8444-555555555555}
@@ -42,8 +43,12 @@ export FUNCTIONS_CUSTOMHANDLER_PORT=$PORT
 # Quotas: Azurite (tools/azurite) in memory, and a demo limit small enough to reach in a few questions.
 if [ -z "${QUOTA_TABLE_ENDPOINT:-}" ] && [ "${QUOTA_USER_DAILY_TOKENS:-}" != 0 ]; then
   AZURITE_TABLE_PORT=${AZURITE_TABLE_PORT:-10002}
+  # Installed before, and waited for below: a handler that starts before its quota store answers refuses
+  # every question (503 quota_unavailable), and on a fresh clone the install takes minutes.
+  bash scripts/azurite.sh install
   bash scripts/azurite.sh table "$AZURITE_TABLE_PORT" > bin/azurite.log 2>&1 &
   pids+=($!)
+  AZURITE_WAIT=$AZURITE_TABLE_PORT
   export QUOTA_TABLE_ENDPOINT="http://127.0.0.1:$AZURITE_TABLE_PORT/devstoreaccount1" QUOTA_USER_DAILY_TOKENS=${QUOTA_USER_DAILY_TOKENS:-2000}
   echo "quotas: Azurite on $QUOTA_TABLE_ENDPOINT (log: bin/azurite.log), $QUOTA_USER_DAILY_TOKENS tokens per user and day"
 fi
@@ -95,6 +100,11 @@ tenant ${AUTH_TENANTS%%,*}, audience ${AUTH_AUDIENCE%%,*}, scope $AUTH_REQUIRED_
   go run ./cmd/timebox ask --url http://127.0.0.1:$PORT --token "\$TOKEN" "hi"
   (v1.0 tokens, as SPFx gets by default: curl -s ${TOKEN_URL%/v2.0/token}/token -d resource=${AUTH_AUDIENCE%%,*} -d scope=$AUTH_REQUIRED_SCOPE)
 MSG
+fi
+if [ -n "$AZURITE_WAIT" ]; then
+  up=
+  for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$AZURITE_WAIT") 2>/dev/null && up=1 && break; sleep 0.1; done
+  [ -n "$up" ] || echo "Azurite does not answer on 127.0.0.1:$AZURITE_WAIT after 30 s (see bin/azurite.log): questions get 503 quota_unavailable until it does"
 fi
 echo "Stop with Ctrl-C."
 ./bin/handler &
