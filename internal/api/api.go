@@ -33,6 +33,10 @@ type Options struct {
 	Budget time.Duration
 	// ClientTimeoutMargin is taken off x-client-timeout-ms.
 	ClientTimeoutMargin time.Duration
+	// FastFailure is the threshold at or above which a failed upstream
+	// attempt is a timeout; the OpenAI surface's x-should-retry says true
+	// only for a failure whose wait fits under it.
+	FastFailure time.Duration
 	// MaxTokens is the completion token limit sent when the caller asks for
 	// none, and the most a caller may ask.
 	MaxTokens int
@@ -65,7 +69,8 @@ type Options struct {
 	// QuotaFailOpen serves a request, unaccounted, when the quota store
 	// cannot be reached; false answers 503 quota_unavailable.
 	QuotaFailOpen bool
-	// Deployment is the model deployment called, for the quota's ledger.
+	// Deployment is the model deployment called: the quota's ledger names
+	// it, and it is the one model name the OpenAI surface's requests may give.
 	Deployment string
 
 	Logger    *slog.Logger

@@ -139,11 +139,8 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		msgs[i] = aoai.Message{Role: m.Role, Content: m.Content}
 	}
 
-	if budget.Remaining(ctx) < min(s.MinUpstreamTime, budget.RequestTime(ctx)/4) {
-		// Too little time is left for an answer: no tokens are spent on
-		// a call that would be cut. A request given little time in all
-		// (a caller in a hurry) needs a quarter of it, not the floor.
-		return nil, errNoTimeForUpstream
+	if err := s.timeForUpstream(ctx); err != nil {
+		return nil, err
 	}
 	call := &chatCall{
 		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken},
@@ -155,6 +152,16 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		return nil, err
 	}
 	return call, nil
+}
+
+// timeForUpstream refuses a call with too little time left for an answer:
+// no tokens are spent on a call that would be cut. A request given little
+// time in all (a caller in a hurry) needs a quarter of it, not the floor.
+func (s *server) timeForUpstream(ctx context.Context) error {
+	if budget.Remaining(ctx) < min(s.MinUpstreamTime, budget.RequestTime(ctx)/4) {
+		return errNoTimeForUpstream
+	}
+	return nil
 }
 
 // complete makes the upstream call for an answer that is not streamed, and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/openaiwire"
 )
 
 // startBudget starts the request's budget (package budget): its context
@@ -22,18 +23,20 @@ func (s *server) startBudget(next http.Handler) http.Handler {
 	})
 }
 
-// clientDeadline shortens the budget to the caller's x-client-timeout-ms
-// less ClientTimeoutMargin, when that ends earlier, so that the caller is
-// answered before it gives up (budget.ShortenForClient). A malformed value
-// is left to refuseBadDeadline, which runs once the caller is known.
+// clientDeadline shortens the budget to the caller's timeout less
+// ClientTimeoutMargin, when that ends earlier, so that the caller is
+// answered before it gives up (budget.ShortenForClient). The caller's
+// timeout is its x-client-timeout-ms, or the X-Stainless-Timeout the OpenAI
+// SDKs send, whichever is shorter. A malformed value is left to
+// refuseBadDeadline, which runs once the caller is known.
 func (s *server) clientDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ms, err := clientTimeout(r, s.minClientTimeout())
-		if err != nil || ms == 0 {
+		d, err := s.callerTimeout(r)
+		if err != nil || d == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := budget.ShortenForClient(r.Context(), time.Duration(ms)*time.Millisecond, s.ClientTimeoutMargin)
+		ctx, cancel := budget.ShortenForClient(r.Context(), d, s.ClientTimeoutMargin)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -43,12 +46,35 @@ func (s *server) clientDeadline(next http.Handler) http.Handler {
 // after the caller check: a caller without a valid token is told only that.
 func (s *server) refuseBadDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := clientTimeout(r, s.minClientTimeout()); err != nil {
+		if _, err := s.callerTimeout(r); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// callerTimeout is the caller's timeout: the shorter of x-client-timeout-ms
+// and X-Stainless-Timeout, 0 when it sent neither. An SDK's timeout shorter
+// than the least x-client-timeout-ms accepted counts as that least: the
+// SDK's user chose it, and is answered as soon as the server can.
+func (s *server) callerTimeout(r *http.Request) (time.Duration, error) {
+	ms, err := clientTimeout(r, s.minClientTimeout())
+	if err != nil {
+		return 0, err
+	}
+	d := time.Duration(ms) * time.Millisecond
+	sdk, err := openaiwire.Timeout(r.Header)
+	if err != nil {
+		return 0, err
+	}
+	if sdk > 0 {
+		sdk = max(sdk, time.Duration(s.minClientTimeout())*time.Millisecond)
+		if d == 0 || sdk < d {
+			d = sdk
+		}
+	}
+	return d, nil
 }
 
 // minClientTimeout is the least x-client-timeout-ms accepted, in ms: the

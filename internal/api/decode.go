@@ -73,23 +73,7 @@ type Source struct {
 // decoding would silently replace bad bytes), then decoded strictly.
 func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
 	var req ChatRequest
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return req, errMediaType
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		// JSON is UTF-8 (RFC 8259 section 8.1): a body in another
-		// charset would fail, or worse pass, as UTF-8.
-		return req, errCharset
-	}
-	if encoded(r.Header) {
-		// A compressed body would otherwise fail as "not valid JSON".
-		return req, errContentEncoding
-	}
-	if r.ContentLength > MaxBodyBytes {
-		return req, &http.MaxBytesError{Limit: MaxBodyBytes}
-	}
-	body, err := readBody(ctx, w, r)
+	body, err := readJSON(ctx, w, r)
 	if err != nil {
 		return req, err
 	}
@@ -97,6 +81,28 @@ func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (Ch
 		return req, err
 	}
 	return req, req.validate()
+}
+
+// readJSON reads a JSON request body, in either dialect: JSON in UTF-8,
+// uncompressed, within MaxBodyBytes, within the request's deadline.
+func readJSON(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, errMediaType
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		// JSON is UTF-8 (RFC 8259 section 8.1): a body in another
+		// charset would fail, or worse pass, as UTF-8.
+		return nil, errCharset
+	}
+	if encoded(r.Header) {
+		// A compressed body would otherwise fail as "not valid JSON".
+		return nil, errContentEncoding
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+	}
+	return readBody(ctx, w, r)
 }
 
 // encoded reports whether the body has a content coding (gzip, br, ...):

@@ -17,6 +17,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/openaiwire"
 	"github.com/timebox-dev/timebox/internal/prompt"
 	"github.com/timebox-dev/timebox/internal/quota"
 	"github.com/timebox-dev/timebox/internal/retry"
@@ -66,6 +67,10 @@ type errorRow struct {
 	// final marks an answer no client retries whatever its status (a quota
 	// used up: its wait, until the window resets, never fits a call).
 	final bool
+	param string // the request's field at fault, where the dialect names one
+	// inner is Azure OpenAI's innererror (its content filter's verdict),
+	// which the OpenAI dialect passes on; nil when there is none.
+	inner json.RawMessage
 }
 
 // rowFor is the one ordered table from errors to answers. The first
@@ -82,6 +87,7 @@ func rowFor(err error) errorRow {
 		callErr *caller.Error
 		quotaUp *quota.ExceededError
 		quotaNo *quota.UnavailableError
+		wireErr *openaiwire.Error
 	)
 	switch {
 	case errors.As(err, &quotaUp):
@@ -94,6 +100,8 @@ func rowFor(err error) errorRow {
 			msg: fmt.Sprintf("The service is busy with other requests. Try again in %d s.", ceilSeconds(admission.RetryAfter))}
 	case errors.As(err, &apiErr):
 		return errorRow{status: apiErr.Status, code: apiErr.Code, msg: apiErr.Message}
+	case errors.As(err, &wireErr):
+		return errorRow{status: wireErr.Status, code: wireErr.Code, msg: wireErr.Message, param: wireErr.Param}
 	case errors.As(err, &callErr):
 		return callerRow(callErr)
 	case errors.As(err, &maxErr):
@@ -130,7 +138,9 @@ func rowFor(err error) errorRow {
 		return errorRow{status: http.StatusUnprocessableEntity, code: apiwire.CodeDocumentUnreadable,
 			msg: fmt.Sprintf("The document %q cannot be read: it is damaged, protected, or too large once expanded.", docErr.Name)}
 	case errors.As(err, &upErr):
-		return upstreamRow(upErr)
+		row := upstreamRow(upErr)
+		row.inner = json.RawMessage(openaiwire.InnerError(upErr.Object))
+		return row
 	}
 	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeInternalError, msg: "Something went wrong on our side."}
 }
@@ -248,19 +258,41 @@ func partialOf(err error) string {
 	return ""
 }
 
-// fail answers err in timebox's dialect (failAs).
+// fail answers err in the request's dialect (speaks; timebox's unless a
+// route's middleware chose another), with failAs.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.failAs(w, r, err, timeboxError)
+	d := recordFrom(r.Context()).dialect
+	if d == nil {
+		d = timeboxDialect{}
+	}
+	s.failAs(w, r, err, d)
 }
 
-// An errorBody renders a row of the error table as one dialect's JSON
-// error body; partial is the text the answer had reached, nil when none.
-type errorBody func(row errorRow, requestID string, partial *apiwire.PartialAnswer) any
+// A dialect writes the error table's rows as one wire dialect's answers:
+// its error body, and its x-should-retry header.
+type dialect interface {
+	// errorBody is the JSON error body of row; partial is the text the
+	// answer had reached, nil when none.
+	errorBody(row errorRow, requestID string, partial *apiwire.PartialAnswer) any
+	// shouldRetry is the x-should-retry header of row: "true", "false",
+	// or "" for none.
+	shouldRetry(row errorRow) string
+}
 
-// timeboxError is timebox's error body: {"error": {"code", "message",
-// "requestId"}, "partial"?}.
-func timeboxError(row errorRow, requestID string, partial *apiwire.PartialAnswer) any {
+// timeboxDialect is POST /api/chat's: {"error": {"code", "message",
+// "requestId"}, "partial"?}, and x-should-retry: false on every answer
+// the rule does not retry (its clients judge the rest by the rule).
+type timeboxDialect struct{}
+
+func (timeboxDialect) errorBody(row errorRow, requestID string, partial *apiwire.PartialAnswer) any {
 	return apiwire.ErrorBody{Error: apiwire.Error{Code: row.code, Message: row.msg, RequestID: requestID}, Partial: partial}
+}
+
+func (timeboxDialect) shouldRetry(row errorRow) string {
+	if !row.shouldRetry() {
+		return "false"
+	}
+	return ""
 }
 
 // failAs answers err with its row of the error table, written by body, with
@@ -268,7 +300,7 @@ func timeboxError(row errorRow, requestID string, partial *apiwire.PartialAnswer
 // detail to the request's log line. A caller that went away gets nothing:
 // there is nobody to read it, and the text generated for it is counted as
 // abandoned. Text that had arrived goes with the error.
-func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, body errorBody) {
+func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, d dialect) {
 	rec := recordFrom(r.Context())
 	s.note(r, err)
 	var partial *apiwire.PartialAnswer
@@ -292,14 +324,14 @@ func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, body 
 	if row.challenge != "" {
 		h.Set("WWW-Authenticate", row.challenge)
 	}
-	if !row.shouldRetry() {
-		h.Set("x-should-retry", "false")
+	if v := d.shouldRetry(row); v != "" {
+		h.Set("x-should-retry", v)
 	}
 	stampTiming(w, r)
 	if partial != nil {
 		rec.completionTokens = partial.CompletionTokens
 	}
-	writeJSON(w, row.status, body(row, requestID(r.Context()), partial))
+	writeJSON(w, row.status, d.errorBody(row, requestID(r.Context()), partial))
 }
 
 // writeJSON writes v as the JSON body with status.

@@ -67,6 +67,8 @@ type record struct {
 	// without quotas. reservation is the hold settleQuota settles.
 	quota       string
 	reservation *quota.Reservation
+	// dialect writes the request's errors; nil: timebox's (speaks).
+	dialect dialect
 }
 
 type recordKey struct{}

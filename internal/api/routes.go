@@ -9,8 +9,9 @@ import (
 )
 
 // routes lists the whole API and every rule a request passes on its way,
-// in order. Paths are as the Functions host forwards them (the default
-// routePrefix "api"); "/" is the host's readiness ping.
+// in order. Paths are as the Functions host forwards them, as the caller
+// wrote them (host.json's routePrefix is empty); "/" is the host's
+// readiness ping.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(
@@ -18,7 +19,9 @@ func (s *server) routes() http.Handler {
 		s.requestID,    // the caller's x-request-id when sane, else a new one
 		s.guardBody,    // an unread body neither stalls the answer nor resets it
 		s.logLine,      // one line per request, once its answer has gone
+		s.speaks,       // errors in OpenAI's shape under /openai/, timebox's elsewhere
 		s.checkOrigin,  // 403 to a browser origin not allowed, before anything else
+		s.allowHeaders, // a preflight asks only for headers the API takes
 		s.cors.Handler, // CORS headers; the answer to a preflight
 		s.recoverPanic, // a panic is a readable 500
 	)
@@ -45,6 +48,14 @@ func (s *server) routes() http.Handler {
 		r.With(s.settleQuota).Method(http.MethodPost, "/api/chat", s.handleChat())
 		r.Method(http.MethodGet, "/api/usage", s.handleUsage())
 		r.Method(http.MethodHead, "/api/usage", s.handleUsage())
+
+		// The OpenAI dialect of the same pipeline, for the official SDKs.
+		r.Route("/openai", func(r chi.Router) {
+			r.With(s.settleQuota).Method(http.MethodPost, "/v1/chat/completions", s.handleOpenAIChat(false))
+			r.With(s.settleQuota).Method(http.MethodPost, "/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
+			r.Method(http.MethodGet, "/v1/models", s.handleOpenAIModels())
+			r.Method(http.MethodHead, "/v1/models", s.handleOpenAIModels())
+		})
 	})
 	return r
 }

@@ -55,6 +55,8 @@ type StreamError struct {
 // stable: clients and operators match on it, never on the message.
 const (
 	CodeInvalidRequest          = "invalid_request"
+	CodeUnknownParameter        = "unknown_parameter" // the OpenAI surface: a field it does not take
+	CodeModelNotFound           = "model_not_found"   // the OpenAI surface: a model it does not serve
 	CodeUnsupportedMediaType    = "unsupported_media_type"
 	CodeBodyTooLarge            = "body_too_large"
 	CodePromptTooLarge          = "prompt_too_large"

@@ -154,6 +154,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 	h := api.New(api.Options{
 		Budget:              cfg.Budget,
 		ClientTimeoutMargin: cfg.ClientTimeoutMargin,
+		FastFailure:         cfg.FastFailure,
 		MaxTokens:           cfg.MaxTokens,
 		ContextWindow:       cfg.ContextWindow,
 		TPM:                 cfg.TPM,

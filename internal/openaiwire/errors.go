@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
 
@@ -17,19 +18,6 @@ const (
 	TypePermission     = "permission_error"
 	TypeRateLimit      = "rate_limit_error"
 	TypeServer         = "server_error"
-)
-
-// Codes this dialect answers with besides the server's own (which it
-// answers with as they are, in the error object's code).
-const (
-	// CodeUnknownParameter: a field of the request this service does not
-	// take (OpenAI's own code and message for it).
-	CodeUnknownParameter = "unknown_parameter"
-	// CodeInvalidRequest: a field of the wrong kind or out of range.
-	CodeInvalidRequest = "invalid_request"
-	// CodeModelNotFound: the model (or the path's deployment) is no
-	// deployment this service serves, nor the model of one.
-	CodeModelNotFound = "model_not_found"
 )
 
 // Error is an OpenAI-shaped refusal of a request, before anything is sent
@@ -46,7 +34,7 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Invalid is a 400 invalid_request naming param.
 func Invalid(param, message string) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Code: CodeInvalidRequest, Message: message}
+	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Code: apiwire.CodeInvalidRequest, Message: message}
 }
 
 // ErrorBody is the body of every failure, and the data of a stream's

@@ -21,6 +21,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/timebox-dev/timebox/internal/apiwire"
 )
 
 // Limits of a request, beyond the body's size (the server's).
@@ -240,7 +242,7 @@ func decodeError(body []byte, err error) *Error {
 		return Invalid(p, fmt.Sprintf("The parameter '%s' appears twice.", p))
 	case errors.As(err, &se) && errors.Is(se.Err, json.ErrUnknownName):
 		p := Param(se.JSONPointer)
-		return &Error{Status: 400, Type: TypeInvalidRequest, Param: p, Code: CodeUnknownParameter,
+		return &Error{Status: 400, Type: TypeInvalidRequest, Param: p, Code: apiwire.CodeUnknownParameter,
 			Message: fmt.Sprintf("Unknown parameter: '%s'.", p)}
 	case errors.As(err, &se) && se.JSONPointer != "":
 		p := Param(se.JSONPointer)

@@ -93,13 +93,6 @@ func TestShouldRetry(t *testing.T) {
 	}
 }
 
-func TestFrames(t *testing.T) {
-	assert.Equal(t, "data: {\"a\":1}\n\n", string(openaiwire.AppendFrame(nil, `{"a":1}`)))
-	assert.Equal(t, "data: {\"a\":\ndata: 1}\n\n", string(openaiwire.AppendFrame(nil, "{\"a\":\n1}")), "a line break in the data starts another data line")
-	assert.Equal(t, "data: [DONE]\n\n", string(openaiwire.Done))
-	assert.Equal(t, ": keep-alive\n\n", string(openaiwire.KeepAlive))
-}
-
 func TestModels(t *testing.T) {
 	b, err := json.Marshal(openaiwire.Models("timebox", "chat", "gpt-4o-mini"))
 	require.NoError(t, err)

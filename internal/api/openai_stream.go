@@ -1,0 +1,111 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tmaxmax/go-sse"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/openaiwire"
+)
+
+// streamOpenAI answers as OpenAI streams: Azure OpenAI's chunks passed on
+// as they came (tool-call deltas and content filter results included), as
+// data-only server-sent events, the usage chunk only when the caller asked
+// for it, then data: [DONE]. A silence is broken by ": keep-alive"
+// comments (timebox's one SSE writer, eventStream). Until a chunk carries
+// text or a tool call, the chunks are held back: a failure before then is
+// the ordinary JSON error with its status and x-should-retry, as an
+// attempt that failed before its first token is, and the SDK judges it by
+// them. After it, a failure (the deadline, a cut upstream, the content
+// filter stopping the answer) is one data: {"error": ...} frame, and the
+// stream ends there, without [DONE]: the SDKs raise it as an error.
+func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chatCall, includeUsage bool) {
+	ctx := r.Context()
+	rec := recordFrom(ctx)
+	rec.stream = true
+	deadline, _ := ctx.Deadline()
+	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	req := call.req
+	var held []aoai.Chunk // chunks before the first that carries an answer
+	req.OnChunk = func(c aoai.Chunk) {
+		switch {
+		case c.Usage && !includeUsage:
+		case held != nil && c.Text == "" && !strings.Contains(c.Data, `"tool_calls"`) && !c.Usage:
+			held = append(held, c)
+		default:
+			for _, h := range held {
+				es.chunk(h.Data, h.Text)
+			}
+			held = nil
+			es.chunk(c.Data, c.Text)
+		}
+	}
+	held = []aoai.Chunk{}
+	start := time.Now()
+	resp, err := s.Chat.Complete(ctx, &req)
+	started := es.end()
+	rec.since("upstream", start)
+
+	generated := partialOf(err)
+	if err == nil {
+		generated = resp.Content
+		s.noteAnswer(ctx, *resp)
+	}
+	s.note(r, err)
+	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
+	switch {
+	case callerGone || es.gone():
+	case !started && err != nil:
+		s.fail(w, r, rejected(err))
+		return
+	case err == nil && resp.FinishReason == "content_filter":
+		err = errAnswerFiltered
+		fallthrough
+	case err != nil:
+		row := rowFor(err)
+		rec.code = row.code
+		s.countTokens(rec, generated, es.delivered())
+		es.data(openAIDialect{}.errorBody(row, "", nil))
+	default:
+		for _, h := range held {
+			es.chunk(h.Data, h.Text)
+		}
+		es.frame(openaiwire.Done, "")
+	}
+	if es.gone() || callerGone {
+		rec.code = codeClientGone
+		s.countTokens(rec, generated, es.delivered())
+	}
+}
+
+// chunk sends one of Azure OpenAI's chunks, which adds text to the answer,
+// as a data-only event.
+func (es *eventStream) chunk(data, text string) { es.frame(data, text) }
+
+// data sends v as a data-only event.
+func (es *eventStream) data(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("api: marshal an OpenAI frame: " + err.Error()) // every value is one of openaiwire's types
+	}
+	es.frame(string(b), "")
+}
+
+// frame sends data as an event with no name (OpenAI's framing: no "event:"
+// line), counting text as delivered when it went out.
+func (es *eventStream) frame(data, text string) {
+	m := &sse.Message{}
+	m.AppendData(data)
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.write(m) {
+		es.sent.WriteString(text)
+	}
+}
