@@ -5,7 +5,7 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run help azurite test test-go test-client test-e2e test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
+.PHONY: run help azurite test test-go test-client test-e2e test-sdk test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -15,8 +15,8 @@ run:
 help:
 	@echo 'make with no target runs make run.' && awk '/^# [a-z0-9-]+: /{c=substr($$0,3); next} /^# /{c=c " " substr($$0,3); next} /^[a-z0-9-]+:/{i=index(c,": "); if(i) printf "  make %-12s %s\n", substr(c,1,i-1), substr(c,i+2)} {c=""}' $(firstword $(MAKEFILE_LIST))
 
-# test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests; the SPFx solution).
-test: lint test-go test-client test-e2e test-spfx
+# test: every test (Go with the race detector, vet, format and staticcheck; the TypeScript client; the browser tests; the OpenAI SDK tests; the SPFx solution).
+test: lint test-go test-client test-e2e test-sdk test-spfx
 
 # test-go: the Go tests, race detector on, shuffled; the quota tests against a real Azurite, which must be there.
 test-go: azurite
@@ -37,6 +37,10 @@ test-spfx:
 # sppkg: the SPFx solution's production package, spfx/sharepoint/solution/timebox-ask.sppkg.
 sppkg:
 	bash spfx/scripts/build.sh sppkg
+
+# test-sdk: the official OpenAI SDK (openai on npm, pinned) in Node and in headless Chromium against the real handler and simulator.
+test-sdk:
+	bash sdk/run.sh
 
 # test-e2e: the browser tests (Debian chromium + playwright-core) against the real handler and simulator.
 test-e2e:

@@ -122,15 +122,17 @@ export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience:
  * lines, and stop(). With entra, the simulator is also Entra ID (-issuer),
  * the handler runs AUTH_MODE=entra against it, both pages' origins are
  * allowed, and only the first page (demo) gets a token for its calls.
+ * With pages = n, n more free ports are picked and their origins allowed
+ * (stack.pages: URLs for the caller's own page servers).
  */
-export async function startStack({ entra = false } = {}) {
+export async function startStack({ entra = false, pages = 0 } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
   const run = promisify(execFile);
   await Promise.all([
     run('go', ['build', '-o', join(bin, 'handler'), './cmd/handler'], { cwd: repo }),
     run('go', ['build', '-o', join(bin, 'aoaisim'), './cmd/aoaisim'], { cwd: repo }),
   ]);
-  const [simPort, apiPort, demoPort, otherPort] = await freePorts(4);
+  const [simPort, apiPort, demoPort, otherPort, ...pagePorts] = await freePorts(4 + pages);
   const key = 'e2e-key';
   const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' };
   const procs = [];
@@ -138,8 +140,22 @@ export async function startStack({ entra = false } = {}) {
     api: `http://127.0.0.1:${apiPort}`,
     demo: `http://127.0.0.1:${demoPort}`,
     otherDemo: `http://127.0.0.1:${otherPort}`,
+    pages: pagePorts.map((p) => `http://127.0.0.1:${p}`),
+    sim: `http://127.0.0.1:${simPort}`,
     procs,
     handler: undefined,
+    simulator: undefined,
+    /** The simulator's log lines for its upstream requests ("aoai request"), parsed, from index on. */
+    upstreamLog(from = 0) {
+      return stack.simulator.lines.slice(from).flatMap((l) => {
+        try {
+          const j = JSON.parse(l);
+          return j.msg === 'aoai request' ? [j] : [];
+        } catch {
+          return [];
+        }
+      });
+    },
     /** Resolves with the handler's request log line (parsed) for which test(line) holds, once it is written. */
     async waitForRequestLog(test, options) {
       const parse = (l) => {
@@ -173,6 +189,14 @@ export async function startStack({ entra = false } = {}) {
         at = stack.handler.lines.indexOf(line, at) + 1;
       }
     },
+    /** Resolves once count upstream log lines of the simulator from index `from` on are written. */
+    async waitForUpstreamLogs(count, { from = 0, timeoutMs } = {}) {
+      let at = from;
+      for (let i = 0; i < count; i++) {
+        const line = await stack.simulator.waitForLine((l) => l.includes('"msg":"aoai request"'), { from: at, timeoutMs });
+        at = stack.simulator.lines.indexOf(line, at) + 1;
+      }
+    },
     /** The handler's JSON log lines ("msg":"request") from index on. */
     requestLog(from = 0) {
       return stack.handler.lines.slice(from).flatMap((l) => {
@@ -195,7 +219,8 @@ export async function startStack({ entra = false } = {}) {
     // The latency model the streaming tests count on, stated rather than
     // inherited: a 1024-token answer (the handler's default limit) takes
     // over 10 s, past the 6 s budget; counting to 100 takes about 2.5 s.
-    procs.push(new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv));
+    stack.simulator = new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv);
+    procs.push(stack.simulator);
     const issuer = `http://127.0.0.1:${simPort}`;
     const auth = entra
       ? { AUTH_MODE: 'entra', AUTH_AUDIENCE: ENTRA.audience, AUTH_TENANTS: ENTRA.tenant, AUTH_REQUIRED_SCOPE: ENTRA.scope, AZURE_AUTHORITY_HOST: issuer }
@@ -209,7 +234,7 @@ export async function startStack({ entra = false } = {}) {
       AZURE_OPENAI_API_KEY: key,
       REQUEST_BUDGET: BUDGET,
       FAST_FAILURE_THRESHOLD: THRESHOLD,
-      ALLOWED_ORIGINS: entra ? `${stack.demo},${stack.otherDemo}` : stack.demo,
+      ALLOWED_ORIGINS: [stack.demo, ...(entra ? [stack.otherDemo] : []), ...stack.pages].join(','),
       ...auth,
     });
     procs.push(stack.handler);

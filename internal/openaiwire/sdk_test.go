@@ -1,0 +1,387 @@
+package openaiwire_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/azure"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/app"
+	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/issuertest"
+	"github.com/timebox-dev/timebox/internal/memnet"
+)
+
+// These tests run openai-go (github.com/openai/openai-go/v3, pinned in
+// go.mod) unchanged against the whole handler as app.New builds it and the
+// simulator, joined by an in-memory network inside a synctest bubble: the
+// SDK's own retries and backoff run on the bubble's clock. The handler is
+// served over TLS, as it is in Azure (azure.WithTokenCredential sends a
+// token over https only).
+
+const (
+	host        = "https://timebox.test"
+	audience    = "api://timebox-test"
+	tenant      = issuertest.DefaultTenant
+	authority   = "http://127.0.0.1:9" // memnet reaches the issuer whatever the address
+	deployment  = "gpt-4o-mini"
+	simulatorID = "sim-key"
+)
+
+// sdkStack is the handler and the simulator, and an HTTP client that
+// reaches the handler at host.
+type sdkStack struct {
+	sim    *aoaitest.Server
+	client *http.Client
+	logs   *syncBuffer
+	iss    *issuertest.Issuer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// lines are the request log lines, once every request in the bubble has
+// written its own (a line is written after its answer has gone).
+func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+	synctest.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		if m["msg"] == "request" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// newStack builds the stack from settings over the test's defaults (a 40 s
+// budget, so that a throttle's wait can outlast it without being one that
+// never clears); entra adds AUTH_MODE=entra against a local issuer.
+func newStack(t *testing.T, entra bool, env map[string]string) *sdkStack {
+	t.Helper()
+	settings := map[string]string{
+		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": deployment,
+		"AZURE_OPENAI_API_KEY": simulatorID, "REQUEST_BUDGET": "40s",
+	}
+	if entra {
+		settings["AUTH_MODE"], settings["AUTH_AUDIENCE"], settings["AUTH_TENANTS"], settings["AZURE_AUTHORITY_HOST"] = "entra", audience, tenant, authority
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return settings[k] })
+	require.NoError(t, err)
+	sim := aoaitest.New(aoaitest.Options{APIKey: simulatorID, Deployments: []string{deployment}})
+	_, upstream := memnet.Serve(t, sim)
+	s := &sdkStack{sim: sim, logs: &syncBuffer{}}
+	ext := app.Seams{Logs: s.logs, Version: "test", Upstream: upstream}
+	if entra {
+		s.iss, err = issuertest.New()
+		require.NoError(t, err)
+		_, ext.Authority = memnet.Serve(t, s.iss)
+	}
+	a, err := app.New(cfg, ext)
+	require.NoError(t, err)
+	s.client = serveTLS(t, a.Handler)
+	return s
+}
+
+// serveTLS serves h over TLS on an in-memory listener until the test ends,
+// with a certificate for host, and returns a client that trusts it.
+func serveTLS(t *testing.T, h http.Handler) *http.Client {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "timebox.test"}, DNSNames: []string{"timebox.test"},
+		// A bubble's clock starts in 2000.
+		NotBefore: time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+
+	l := memnet.Listen()
+	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
+	go func() { _ = srv.ServeTLS(l, "", "") }()
+	c := &http.Client{Transport: &http.Transport{DialContext: l.DialContext, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	t.Cleanup(func() {
+		c.CloseIdleConnections()
+		_ = srv.Close()
+	})
+	return c
+}
+
+// openAI is openai-go as a caller of the OpenAI API points it here.
+func (s *sdkStack) openAI(opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{
+		option.WithBaseURL(host + "/openai/v1"), option.WithHTTPClient(s.client), option.WithAPIKey("unused"),
+	}, opts...)...)
+}
+
+// upstream is the simulator's record of the calls it was sent, once every
+// call in the bubble is over (a cancelled call ends after the answer).
+func (s *sdkStack) upstream() []aoaitest.Record {
+	synctest.Wait()
+	return s.sim.Requests()
+}
+
+// upstreamStatuses are the statuses the simulator answered, in order.
+func (s *sdkStack) upstreamStatuses() []int {
+	var out []int
+	for _, r := range s.upstream() {
+		out = append(out, r.Status)
+	}
+	return out
+}
+
+func ask(q string) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{Model: deployment, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)}}
+}
+
+func TestGoSDKAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		res, err := c.Chat.Completions.New(context.Background(), ask("Count to 5."))
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3, 4, 5.", res.Choices[0].Message.Content)
+		assert.Equal(t, "stop", res.Choices[0].FinishReason)
+		assert.Positive(t, res.Usage.CompletionTokens)
+		assert.Equal(t, []int{200}, s.upstreamStatuses())
+	})
+}
+
+func TestGoSDKStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		p := ask("Count to 20.")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		stream := c.Chat.Completions.NewStreaming(context.Background(), p)
+		acc := openai.ChatCompletionAccumulator{}
+		chunks := 0
+		for stream.Next() {
+			chunks++
+			acc.AddChunk(stream.Current())
+		}
+		require.NoError(t, stream.Err())
+		assert.Greater(t, chunks, 10)
+		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20.", acc.Choices[0].Message.Content)
+		assert.Positive(t, acc.Usage.CompletionTokens, "the usage chunk, asked for")
+		assert.Equal(t, []int{200}, s.upstreamStatuses())
+	})
+}
+
+func TestGoSDKToolCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		p := ask("What is the weather in Paris?")
+		p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather", Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"question": map[string]string{"type": "string"}}},
+		})}
+		res, err := c.Chat.Completions.New(context.Background(), p)
+		require.NoError(t, err)
+		require.Len(t, res.Choices[0].Message.ToolCalls, 1)
+		call := res.Choices[0].Message.ToolCalls[0]
+		assert.Equal(t, "tool_calls", res.Choices[0].FinishReason)
+		assert.Equal(t, "get_weather", call.Function.Name)
+		assert.JSONEq(t, `{"question":"What is the weather in Paris?"}`, call.Function.Arguments)
+
+		// The round trip the SDK's docs show: the answer's message back, then the result.
+		p.Messages = append(p.Messages, res.Choices[0].Message.ToParam(), openai.ToolMessage("Sunny.", call.ID))
+		res, err = c.Chat.Completions.New(context.Background(), p)
+		require.NoError(t, err)
+		assert.Equal(t, "stop", res.Choices[0].FinishReason)
+		assert.NotEmpty(t, res.Choices[0].Message.Content)
+	})
+}
+
+// The deadline: one upstream call, the SDK does not retry, and its error
+// carries timebox's message and code.
+func TestGoSDKDeadlineIsAskedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		start := time.Now()
+		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:hang]] hi"))
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, http.StatusInternalServerError, e.StatusCode)
+		assert.Equal(t, "deadline_exceeded", e.Code)
+		assert.Contains(t, e.Message, "did not answer in time")
+		assert.Equal(t, "false", e.Response.Header.Get("x-should-retry"))
+		assert.Len(t, s.upstream(), 1, "one upstream call")
+		assert.Len(t, s.logs.lines(t), 1, "the SDK asked once")
+		assert.Equal(t, 40*time.Second, time.Since(start).Round(time.Second), "answered at the budget")
+	})
+}
+
+// A fast 503 is retried by the SDK (x-should-retry: true), then answered.
+func TestGoSDKRetriesAFast503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		res, err := c.Chat.Completions.New(context.Background(), ask("[[sim:status code=503 times=1 id=go-503]] Count to 3."))
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3.", res.Choices[0].Message.Content)
+		assert.Equal(t, []int{503, 200}, s.upstreamStatuses(), "two upstream calls")
+	})
+}
+
+// A 429 whose wait outlasts the budget, and does not fit under the
+// fast-failure threshold, is surfaced at once: one call.
+func TestGoSDKSurfacesA429ThatDoesNotFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:throttle s=50 times=1 id=go-429]] hi"))
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, http.StatusTooManyRequests, e.StatusCode)
+		assert.Equal(t, "rate_limited", e.Code)
+		assert.Equal(t, "false", e.Response.Header.Get("x-should-retry"))
+		assert.Equal(t, "50", e.Response.Header.Get("retry-after"))
+		assert.Equal(t, []int{429}, s.upstreamStatuses(), "one upstream call")
+	})
+}
+
+// A cut in the middle of a stream is raised by the SDK as an error, after
+// the text so far.
+func TestGoSDKMidStreamCutIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		stream := c.Chat.Completions.NewStreaming(context.Background(), ask("[[sim:reset tokens=10]] Count to 50."))
+		var text string
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				text += ch[0].Delta.Content
+			}
+		}
+		require.Error(t, stream.Err())
+		assert.Contains(t, stream.Err().Error(), "upstream_error")
+		assert.True(t, strings.HasPrefix(text, "1, 2, 3"), text)
+		assert.Len(t, s.upstream(), 1)
+	})
+}
+
+// issuerCredential is an Entra ID credential for the local issuer: the
+// token SPFx or MSAL would get for the test user and this app.
+type issuerCredential struct {
+	iss    *issuertest.Issuer
+	scopes *[]string
+}
+
+func (c issuerCredential) GetToken(_ context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	*c.scopes = o.Scopes
+	tok, err := c.iss.Mint(issuertest.Token{Authority: authority, Tenant: tenant, Audience: audience})
+	return azcore.AccessToken{Token: tok, ExpiresOn: time.Now().Add(time.Hour)}, err
+}
+
+// azure.WithEndpoint, with an Entra ID token credential: an Azure client
+// changes only its endpoint (and the token's scope, this app's).
+func TestGoSDKAzureEndpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, true, nil)
+		var scopes []string
+		c := openai.NewClient(
+			azure.WithEndpoint(host, "2024-10-21"),
+			azure.WithTokenCredential(issuerCredential{s.iss, &scopes}, azure.WithTokenCredentialScopes([]string{audience + "/.default"})),
+			option.WithHTTPClient(s.client),
+		)
+		res, err := c.Chat.Completions.New(context.Background(), ask("Count to 3."))
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3.", res.Choices[0].Message.Content)
+		assert.Equal(t, []string{audience + "/.default"}, scopes)
+		lines := s.logs.lines(t)
+		require.Len(t, lines, 1)
+		assert.Equal(t, "/openai/deployments/{deployment}/chat/completions", lines[0]["route"])
+		assert.Equal(t, issuertest.TestUserOID, lines[0]["callerOid"])
+
+		stream := c.Chat.Completions.NewStreaming(context.Background(), ask("Count to 10."))
+		var text string
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				text += ch[0].Delta.Content
+			}
+		}
+		require.NoError(t, stream.Err())
+		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10.", text)
+	})
+}
+
+// An Azure API key is never accepted from a caller: 401, once.
+func TestGoSDKAzureAPIKeyIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, true, nil)
+		c := openai.NewClient(azure.WithEndpoint(host, "2024-10-21"), azure.WithAPIKey("an-azure-openai-key"), option.WithHTTPClient(s.client))
+		_, err := c.Chat.Completions.New(context.Background(), ask("hi"))
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, http.StatusUnauthorized, e.StatusCode)
+		assert.Equal(t, "unauthenticated", e.Code)
+		assert.Len(t, s.logs.lines(t), 1)
+		assert.Empty(t, s.upstream())
+	})
+}
+
+// X-Stainless-Timeout (the SDK's per-request timeout, in seconds) shortens
+// the budget as x-client-timeout-ms does.
+func TestGoSDKTimeoutShortensTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI(option.WithMaxRetries(0))
+		start := time.Now()
+		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:hang]] hi"), option.WithRequestTimeout(10*time.Second))
+		var e *openai.Error
+		if errors.As(err, &e) {
+			assert.Equal(t, "deadline_exceeded", e.Code, "timebox answered before the SDK gave up")
+		} else {
+			t.Fatalf("want timebox's 500 before the SDK's own timeout, got %v", err)
+		}
+		assert.Less(t, time.Since(start), 10*time.Second)
+	})
+}

@@ -1,0 +1,104 @@
+// openai (npm) in Debian's headless Chromium, from a page on another origin
+// than the API: the preflight with the SDK's own headers (x-stainless-*,
+// authorization) passes, the answers are read, and the SDK in the browser
+// reads x-should-retry and the retry headers that CORS exposes.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+import { startStack } from '../../e2e/harness.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+
+let stack;
+let server;
+let context;
+let profile;
+let page;
+const posts = []; // the headers of each POST the page sent
+
+before(async () => {
+  stack = await startStack({ pages: 1 });
+  const port = new URL(stack.pages[0]).port;
+  server = spawn(process.execPath, [fileURLToPath(new URL('../serve.mjs', import.meta.url)), '--port', port], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => server.stdout.once('data', resolve));
+  profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  page = await context.newPage();
+  page.on('request', (r) => {
+    if (r.method() === 'POST') posts.push(r.headers());
+  });
+  await page.goto(stack.pages[0]);
+  await page.waitForSelector('#state[data-state="ready"]');
+});
+
+after(async () => {
+  await context?.close();
+  server?.kill('SIGTERM');
+  await stack?.stop();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+const run = (options) => page.evaluate(([api, o]) => window.run(api, o), [stack.api, options]);
+
+test('an answer, across origins, after a preflight with the SDK\'s own headers', async () => {
+  const logFrom = stack.handler.lines.length;
+  const r = await run({ content: 'Count to 4.' });
+  assert.deepEqual(r, { ok: true, text: '1, 2, 3, 4.' });
+  const preflight = await stack.waitForRequestLog((l) => l.method === 'OPTIONS', { from: logFrom });
+  assert.ok(preflight.status < 300, `the preflight passed: ${preflight.status}`);
+  const post = await stack.waitForRequestLog((l) => l.method === 'POST', { from: logFrom });
+  assert.equal(post.status, 200);
+});
+
+test('a stream, in pieces', async () => {
+  const r = await run({ content: 'Count to 15.', stream: true });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  assert.equal(r.text, Array.from({ length: 15 }, (_, i) => i + 1).join(', ') + '.');
+  assert.ok(r.chunks > 10);
+});
+
+test('the deadline: one request, and the page reads timebox\'s code and x-should-retry: false', async () => {
+  const simFrom = stack.simulator.lines.length;
+  const r = await run({ content: '[[sim:hang]] hi' });
+  assert.equal(r.ok, false);
+  assert.equal(r.status, 500);
+  assert.equal(r.code, 'deadline_exceeded');
+  assert.match(r.message, /did not answer in time/);
+  assert.equal(r.shouldRetry, 'false', 'CORS exposes x-should-retry');
+  assert.ok(r.requestId, 'CORS exposes x-request-id');
+  await stack.waitForUpstreamLogs(1, { from: simFrom });
+  assert.equal(stack.upstreamLog(simFrom).length, 1);
+});
+
+test('a 429 whose wait does not fit: surfaced at once, retry-after readable', async () => {
+  const simFrom = stack.simulator.lines.length;
+  const r = await run({ content: '[[sim:throttle s=20 times=1 id=browser-429]] hi' });
+  assert.equal(r.status, 429);
+  assert.equal(r.code, 'rate_limited');
+  assert.equal(r.shouldRetry, 'false');
+  assert.equal(r.retryAfter, '20', 'CORS exposes retry-after');
+  await stack.waitForUpstreamLogs(1, { from: simFrom });
+  assert.equal(stack.upstreamLog(simFrom).length, 1);
+});
+
+test('a fast 503 is retried by the SDK in the page, then answered', async () => {
+  const simFrom = stack.simulator.lines.length;
+  const r = await run({ content: '[[sim:status code=503 times=1 id=browser-503]] Count to 2.' });
+  assert.deepEqual(r, { ok: true, text: '1, 2.' });
+  await stack.waitForUpstreamLogs(2, { from: simFrom });
+  assert.deepEqual(stack.upstreamLog(simFrom).map((u) => u.status), [503, 200]);
+});
+
+test('the SDK\'s own headers went out across origins: the preflight allowed them', () => {
+  assert.ok(posts.length > 0);
+  const names = Object.keys(posts[0]);
+  assert.ok(names.includes('authorization'), names.join(','));
+  assert.ok(names.some((n) => n.startsWith('x-stainless-')), names.join(','));
+});

@@ -1,0 +1,180 @@
+// The official OpenAI SDK for JavaScript (openai on npm, pinned in
+// package-lock.json) in Node, unchanged but for its base URL, against the
+// real handler and simulator: timebox's OpenAI surface answers it, and the
+// SDK's own retries obey timebox's rule (x-should-retry). Upstream calls are
+// counted from the simulator's log, one line per request it answered.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+import { startStack } from '../../e2e/harness.mjs';
+
+let stack;
+let client;
+
+before(async () => {
+  stack = await startStack();
+  client = new OpenAI({ baseURL: `${stack.api}/openai/v1`, apiKey: 'unused: timebox takes no API key' });
+});
+
+after(async () => {
+  await stack?.stop();
+});
+
+/**
+ * Runs fn and returns what it returned or threw, the handler's log lines for
+ * the requests it made and the simulator's for the upstream calls, once
+ * `requests` and `upstream` of them are written (a cancelled upstream call
+ * is logged when the simulator sees the cancellation, after the answer).
+ */
+async function counted(fn, { requests = 1, upstream = 1 } = {}) {
+  const simFrom = stack.simulator.lines.length;
+  const logFrom = stack.handler.lines.length;
+  let result;
+  let error;
+  try {
+    result = await fn();
+  } catch (err) {
+    error = err;
+  }
+  await stack.waitForRequestLogs((l) => l.route?.startsWith('/openai/'), requests, { from: logFrom });
+  await stack.waitForUpstreamLogs(upstream, { from: simFrom });
+  return { result, error, upstream: stack.upstreamLog(simFrom), log: stack.requestLog(logFrom).filter((l) => l.route?.startsWith('/openai/')) };
+}
+
+test('an answer', async () => {
+  const { result, upstream, log } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 5.' }] }));
+  assert.equal(result.object, 'chat.completion');
+  assert.equal(result.choices[0].message.content, '1, 2, 3, 4, 5.');
+  assert.equal(result.choices[0].finish_reason, 'stop');
+  assert.ok(result.usage.prompt_tokens > 0 && result.usage.completion_tokens > 0);
+  assert.equal(upstream.length, 1);
+  assert.equal(log[0].status, 200);
+});
+
+test('a stream', async () => {
+  const { result, upstream } = await counted(async () => {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 20.' }], stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta?.content ?? '';
+      usage ??= chunk.usage ?? undefined;
+    }
+    return { text, usage, chunks };
+  });
+  assert.equal(result.text, Array.from({ length: 20 }, (_, i) => i + 1).join(', ') + '.');
+  assert.ok(result.chunks > 10, `streamed in pieces, got ${result.chunks} chunks`);
+  assert.ok(result.usage?.completion_tokens > 0, 'the usage chunk, asked for');
+  assert.equal(upstream.length, 1);
+});
+
+test('a tool call, and its result answered', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city.', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }];
+  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const { result: first, error } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools }));
+  assert.equal(error, undefined);
+  const call = first.choices[0].message.tool_calls?.[0];
+  assert.equal(first.choices[0].finish_reason, 'tool_calls');
+  assert.equal(call?.function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.function.arguments), { question: 'What is the weather in Paris?' });
+
+  // The SDK's own round trip: the answer's message back as it came, then the tool's result.
+  messages.push(first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'Sunny, 21 °C.' });
+  const { result: second } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools }));
+  assert.equal(second.choices[0].finish_reason, 'stop');
+  assert.ok(second.choices[0].message.content.length > 0);
+
+  // Streamed, the call's pieces pass through as delta.tool_calls.
+  const { result: streamed } = await counted(async () => {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: messages.slice(0, 1), tools, stream: true });
+    let args = '';
+    let name = '';
+    let finish;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) {
+        name += tc.function?.name ?? '';
+        args += tc.function?.arguments ?? '';
+      }
+      finish ??= chunk.choices[0]?.finish_reason ?? undefined;
+    }
+    return { name, args, finish };
+  });
+  assert.equal(streamed.name, 'get_weather');
+  assert.deepEqual(JSON.parse(streamed.args), { question: 'What is the weather in Paris?' });
+  assert.equal(streamed.finish, 'tool_calls');
+});
+
+test('the deadline: one upstream call, and the SDK error carries timebox\'s message and code', async () => {
+  const { error, upstream, log } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:hang]] hi' }] }));
+  assert.ok(error instanceof OpenAI.InternalServerError, `a 500, got ${error}`);
+  assert.equal(error.status, 500);
+  assert.equal(error.code, 'deadline_exceeded');
+  assert.match(error.message, /did not answer in time/);
+  assert.equal(error.headers.get('x-should-retry'), 'false');
+  assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
+  assert.equal(log.length, 1);
+});
+
+test('a fast 503 is retried by the SDK, then answered: two upstream calls', async () => {
+  const { result, upstream, log } = await counted(
+    () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:status code=503 times=1 id=node-503]] Count to 3.' }] }),
+    { requests: 2, upstream: 2 },
+  );
+  assert.equal(result.choices[0].message.content, '1, 2, 3.');
+  assert.deepEqual(upstream.map((u) => u.status), [503, 200]);
+  assert.deepEqual(log.map((l) => l.status), [503, 200]);
+});
+
+test('a 429 whose wait does not fit is surfaced at once: one upstream call', async () => {
+  const { error, upstream } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:throttle s=20 times=1 id=node-429]] hi' }] }));
+  assert.ok(error instanceof OpenAI.RateLimitError, `a 429, got ${error}`);
+  assert.equal(error.code, 'rate_limited');
+  assert.equal(error.headers.get('x-should-retry'), 'false');
+  assert.equal(error.headers.get('retry-after'), '20');
+  assert.equal(upstream.length, 1);
+});
+
+test('a mid-stream cut is raised by the SDK as an error, after the text so far', async () => {
+  const { result, upstream } = await counted(async () => {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:reset tokens=10]] Count to 50.' }], stream: true });
+    let text = '';
+    try {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    } catch (err) {
+      return { text, err };
+    }
+    return { text };
+  });
+  assert.ok(result.err instanceof OpenAI.APIError, `an APIError, got ${result.err}`);
+  assert.equal(result.err.code, 'upstream_error');
+  assert.match(result.text, /^1, 2, 3/, 'the text so far arrived first');
+  assert.equal(upstream.length, 1);
+});
+
+test('a model this service does not serve is 404 model_not_found, with no upstream call', async () => {
+  const simFrom = stack.simulator.lines.length;
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] }), (err) => {
+    assert.ok(err instanceof OpenAI.NotFoundError);
+    assert.equal(err.code, 'model_not_found');
+    return true;
+  });
+  assert.equal(stack.upstreamLog(simFrom).length, 0);
+});
+
+test('an unknown parameter is refused as OpenAI refuses it', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], logprobs: true }), (err) => {
+    assert.ok(err instanceof OpenAI.BadRequestError);
+    assert.equal(err.code, 'unknown_parameter');
+    assert.equal(err.param, 'logprobs');
+    return true;
+  });
+});
+
+test('the models list names the deployment', async () => {
+  const ids = [];
+  for await (const m of client.models.list()) ids.push(m.id);
+  assert.ok(ids.includes('gpt-4o-mini'), `got ${ids}`);
+});
