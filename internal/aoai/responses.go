@@ -69,6 +69,9 @@ type Hop struct {
 	Done         bool
 	FinishReason string
 	Usage        Usage
+	// Answer is the whole generation's text, from the response the last
+	// event carries, when Done.
+	Answer string
 	// Attempts, HTTPStatus and UpstreamRequestID are the call's, as in
 	// Response.
 	Attempts          int
@@ -302,7 +305,7 @@ func (c *Client) readHop(ctx context.Context, resp *http.Response, onDelta func(
 	dec := &responsesDecoder{last: -1}
 	hop := func(text string) *Hop {
 		return &Hop{ResponseID: dec.id, CreatedAt: dec.created, Last: dec.last, Text: text, Status: dec.status,
-			Done: dec.finish != "", FinishReason: dec.finish, Usage: dec.usage}
+			Done: dec.finish != "", FinishReason: dec.finish, Usage: dec.usage, Answer: dec.answer}
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return hop(""), &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: content type %q", errBadBody, mt)}

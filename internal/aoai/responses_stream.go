@@ -116,6 +116,7 @@ type responsesDecoder struct {
 	last    int // the last sequence number read; -1 before any
 	finish  string
 	usage   Usage
+	answer  string // the output's text, from the last event
 
 	buf []byte
 }
@@ -144,7 +145,7 @@ func (d *responsesDecoder) decode(ev sse.Event) (string, bool, error) {
 	case "response.output_text.delta":
 		return e.Delta, false, nil
 	case "response.completed", "response.incomplete":
-		d.finish, d.usage = e.Response.finish(), e.Response.usage()
+		d.finish, d.usage, d.answer = e.Response.finish(), e.Response.usage(), e.Response.stored().Text
 		return "", true, nil
 	case "response.failed":
 		code := ""

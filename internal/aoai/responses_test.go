@@ -103,6 +103,7 @@ func TestGenerationAcrossHops(t *testing.T) {
 		info, _ := sim.Generation(hop.ResponseID)
 		assert.Equal(t, info.Text, got.String(), "byte for byte, nothing repeated or lost")
 		assert.Equal(t, hop.Text+second.Text, got.String())
+		assert.Equal(t, got.String(), second.Answer, "the whole answer comes with the end")
 		assert.Positive(t, second.Usage.PromptTokens)
 		assert.Equal(t, sim.Stats().CompletionTokens, second.Usage.CompletionTokens, "the whole generation's")
 		assert.Equal(t, 1, sim.Stats().Generations, "one generation billed")

@@ -14,6 +14,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/caller"
+	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -72,6 +73,12 @@ type Options struct {
 	// Deployment is the model deployment called: the quota's ledger names
 	// it, and it is the one model name the OpenAI surface's requests may give.
 	Deployment string
+
+	// LongAnswers, when set, answers every chat as a long answer: in the
+	// Responses API's background mode, across hops (LONG_ANSWERS where the
+	// model supports it); nil keeps Chat Completions, and continue and
+	// cancel answer 404.
+	LongAnswers *longanswer.Hops
 
 	Logger    *slog.Logger
 	Chat      Completer

@@ -73,6 +73,10 @@ func (s *server) handleChat() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		if s.LongAnswers != nil {
+			s.longAnswer(w, r, call)
+			return
+		}
 		if wantsStream(r) {
 			s.stream(w, r, call)
 			return

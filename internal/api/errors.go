@@ -255,6 +255,9 @@ func partialOf(err error) string {
 	if errors.As(err, &upErr) {
 		return upErr.Partial
 	}
+	if wp := (*withPartial)(nil); errors.As(err, &wp) {
+		return wp.partial
+	}
 	return ""
 }
 

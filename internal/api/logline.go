@@ -59,10 +59,16 @@ type record struct {
 	// before Azure's usage came when fitting skipped counting (small
 	// requests); nil when the prompt was counted or none was sent.
 	countPrompt func() int
-	callerOID   string // the verified caller's object id and tenant id:
-	callerTID   string // the only things about a caller that are logged
-	err         error
-	status      int // the answer's, once written (statusWriter)
+	// A long answer's hop: its response at Azure OpenAI, its number, the
+	// tokens it delivered, and whether it cancelled the generation.
+	responseID        string
+	hop               int
+	hopTokens         int
+	cancelledUpstream bool
+	callerOID         string // the verified caller's object id and tenant id:
+	callerTID         string // the only things about a caller that are logged
+	err               error
+	status            int // the answer's, once written (statusWriter)
 	// quota says what the caller's quota did (quotaReserved, ...); empty
 	// without quotas. reservation is the hold settleQuota settles.
 	quota       string
@@ -192,6 +198,12 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	}
 	if rec.stream {
 		attrs = append(attrs, slog.Bool("stream", true))
+	}
+	if rec.responseID != "" {
+		attrs = append(attrs, slog.String("responseId", rec.responseID), slog.Int("hop", rec.hop), slog.Int("hopTokens", rec.hopTokens))
+	}
+	if rec.cancelledUpstream {
+		attrs = append(attrs, slog.Bool("cancelledUpstream", true))
 	}
 	if rec.firstTokenAt > 0 {
 		attrs = append(attrs, slog.Int64("firstTokenMs", rec.firstTokenAt.Milliseconds()))

@@ -48,6 +48,8 @@ func (s *server) routes() http.Handler {
 		r.With(s.settleQuota).Method(http.MethodPost, "/api/chat", s.handleChat())
 		r.Method(http.MethodGet, "/api/usage", s.handleUsage())
 		r.Method(http.MethodHead, "/api/usage", s.handleUsage())
+		r.Method(http.MethodPost, "/api/chat/continue", s.handleContinue()) // long answers: the next hop
+		r.Method(http.MethodPost, "/api/chat/cancel", s.handleCancel())
 
 		// The OpenAI dialect of the same pipeline, for the official SDKs.
 		r.Route("/openai", func(r chi.Router) {

@@ -84,3 +84,32 @@ const (
 	CodeQuotaUnavailable        = "quota_unavailable"
 	CodeInternalError           = "internal_error"
 )
+
+// The wire of a long answer, delivered across hops (docs/api.md, "Long
+// answers").
+
+// StatusInProgress is the status of a 202 answer: the answer is still
+// being written.
+const StatusInProgress = "in_progress"
+
+// CursorRequest is the body of POST /api/chat/continue and
+// POST /api/chat/cancel.
+type CursorRequest struct {
+	Cursor string `json:"cursor"`
+}
+
+// Continue is the data of a stream's continue event: the stream's hop is
+// over, the answer is still being written, and POST /api/chat/continue with
+// the cursor goes on where the stream stopped.
+type Continue struct {
+	Cursor string `json:"cursor"`
+}
+
+// InProgress is the 202 body of POST /api/chat and /api/chat/continue to a
+// caller that does not stream, when the hop ended before the answer: the
+// answer so far, and the cursor to continue with.
+type InProgress struct {
+	Status  string        `json:"status"`
+	Cursor  string        `json:"cursor"`
+	Partial PartialAnswer `json:"partial"`
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
+	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/quota"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -151,6 +152,10 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		version = "dev"
 	}
 	lingering := &api.Lingering{}
+	var long *longanswer.Hops
+	if cfg.Background() {
+		long = &longanswer.Hops{Upstream: chat, Limit: cfg.LongAnswerLimit, Margin: longanswer.DefaultMargin}
+	}
 	h := api.New(api.Options{
 		Budget:              cfg.Budget,
 		ClientTimeoutMargin: cfg.ClientTimeoutMargin,
@@ -167,6 +172,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		Lingering:           lingering,
 
 		Caller:        check,
+		LongAnswers:   long,
 		Quota:         quotas,
 		QuotaFailOpen: cfg.Quota.FailOpen,
 		Deployment:    cfg.Deployment,

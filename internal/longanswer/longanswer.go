@@ -10,6 +10,7 @@
 package longanswer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,15 @@ type Upstream interface {
 	Cancel(ctx context.Context, id string) (*aoai.StoredResponse, error)
 }
 
+// The defaults of Hops' Margin and Poll.
+const (
+	// DefaultMargin is ample to write a cursor, and leaves the hop's
+	// answer well inside the request's budget.
+	DefaultMargin = 2 * time.Second
+	// DefaultPoll is the interval of Azure's how-to's polling example.
+	DefaultPoll = 2 * time.Second
+)
+
 // Hops runs the hops of long answers. It is safe for concurrent use.
 type Hops struct {
 	Upstream Upstream
@@ -47,7 +57,7 @@ type Hops struct {
 	// cursor: its stream ends Margin before the context's deadline.
 	Margin time.Duration
 	// Poll is how often a response whose stream cannot be resumed is
-	// retrieved until it ends.
+	// retrieved until it ends. 0 means DefaultPoll.
 	Poll time.Duration
 }
 
@@ -69,6 +79,8 @@ type Result struct {
 	Done         bool
 	FinishReason string
 	Usage        aoai.Usage
+	// Answer is the whole generation's text, when Done.
+	Answer string
 	// Cancelled is true when this hop cancelled the generation upstream
 	// (its caller left, or the limit came).
 	Cancelled bool
@@ -179,7 +191,7 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 // then cut from the whole text at the cursor's offset: late, never lost.
 func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, onDelta func(string), created time.Time) (*Result, error) {
 	res := &Result{ResponseID: c.ResponseID, Hop: c.Hop, Polled: true}
-	r, err := h.Upstream.Await(hopCtx, c.ResponseID, h.Poll)
+	r, err := h.Upstream.Await(hopCtx, c.ResponseID, cmp.Or(h.Poll, DefaultPoll))
 	switch {
 	case err == nil && (r.Status == "completed" || r.Status == "incomplete"):
 		text := r.Text
@@ -189,7 +201,7 @@ func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, on
 				onDelta(text)
 			}
 		}
-		res.Text, res.Done, res.FinishReason, res.Usage = text, true, r.FinishReason, r.Usage
+		res.Text, res.Done, res.FinishReason, res.Usage, res.Answer = text, true, r.FinishReason, r.Usage, r.Text
 		return res, nil
 	case err == nil && r.Status == "failed":
 		return res, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
@@ -210,7 +222,7 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
 	switch {
 	case err == nil && hop.Done:
-		res.Done, res.FinishReason, res.Usage = true, hop.FinishReason, hop.Usage
+		res.Done, res.FinishReason, res.Usage, res.Answer = true, hop.FinishReason, hop.Usage, hop.Answer
 		return res, nil
 	case hop.ResponseID == "":
 		return res, err

@@ -102,6 +102,7 @@ func TestLongAnswerAcrossHops(t *testing.T) {
 				assert.True(t, strings.HasSuffix(text, "299, 300."))
 				last := hops[len(hops)-1]
 				assert.True(t, last.Done)
+				assert.Equal(t, info.Text, last.Answer, "the whole answer with the end")
 				assert.Equal(t, sim.Stats().CompletionTokens, last.Usage.CompletionTokens)
 				assert.Equal(t, 1, sim.Stats().Generations, "one generation")
 

@@ -1,0 +1,263 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tmaxmax/go-sse"
+
+	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/apiwire"
+	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/cursor"
+	"github.com/timebox-dev/timebox/internal/longanswer"
+	"github.com/timebox-dev/timebox/internal/prompt"
+)
+
+// This file holds long answers: a generation in the Responses API's
+// background mode (Options.LongAnswers), delivered across hops. A hop is
+// one request with its own budget; when the budget is about to run out
+// and the answer is still being written, a stream ends with a continue
+// event and a JSON answer is a 202, each with the cursor that
+// POST /api/chat/continue goes on with (docs/api.md, "Long answers").
+
+// eventContinue ends a stream whose hop is over before its answer.
+var eventContinue = sse.Type("continue")
+
+// continuePoll is the wait a 202 names before its continue: none is
+// needed (a continue waits for the answer itself, up to its own hop), and
+// Retry-After counts whole seconds.
+const continuePoll = time.Second
+
+// maxCursorBody bounds the body of a continue or a cancel: a cursor is
+// well under a hundred bytes.
+const maxCursorBody = 4 << 10
+
+var (
+	errCursorNotFound = &Error{http.StatusNotFound, apiwire.CodeNotFound,
+		"This answer cannot be continued: it has ended, was cancelled, is too old, or was not started by you."}
+	errLongAnswerLimit = &Error{http.StatusInternalServerError, apiwire.CodeDeadlineExceeded,
+		"The answer took longer than this service allows for one answer, so it was stopped; what was written so far is kept. Try a shorter question."}
+)
+
+// hop runs one hop, relaying its text to onDelta.
+type hop func(onDelta func(string)) (*longanswer.Result, error)
+
+// longAnswer answers a prepared chat call as a long answer's first hop.
+func (s *server) longAnswer(w http.ResponseWriter, r *http.Request, call *chatCall) {
+	ctx := r.Context()
+	req := &aoai.GenerationRequest{Messages: call.req.Messages, MaxTokens: call.req.MaxTokens, RequestID: call.req.RequestID}
+	run := func(onDelta func(string)) (*longanswer.Result, error) {
+		req.OnDelta = onDelta
+		return s.LongAnswers.Start(ctx, req, ownerOf(ctx))
+	}
+	s.answerHop(w, r, call.fit, run)
+}
+
+// handleContinue is POST /api/chat/continue: the next hop of a long
+// answer, streamed after where the cursor stopped, or, to a caller that
+// does not stream, waited for up to the hop's own budget.
+func (s *server) handleContinue() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		c, err := s.decodeCursor(ctx, w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		stream := wantsStream(r)
+		run := func(onDelta func(string)) (*longanswer.Result, error) {
+			return s.LongAnswers.Continue(ctx, c, ownerOf(ctx), !stream, requestID(ctx), onDelta)
+		}
+		s.answerHop(w, r, prompt.Result{}, run)
+	})
+}
+
+// handleCancel is POST /api/chat/cancel: the generation is cancelled
+// upstream, 204; one that has ended already is not an error.
+func (s *server) handleCancel() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		c, err := s.decodeCursor(ctx, w, r)
+		if err == nil {
+			recordFrom(ctx).responseID, recordFrom(ctx).hop = c.ResponseID, c.Hop
+			err = s.LongAnswers.Cancel(ctx, c, ownerOf(ctx))
+		}
+		if err != nil {
+			s.fail(w, r, longError(err, ""))
+			return
+		}
+		recordFrom(ctx).cancelledUpstream = true
+		stampTiming(w, r)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// decodeCursor reads the cursor of a continue or a cancel: a cursor that
+// does not parse is not found, as one that is not the caller's.
+func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *http.Request) (cursor.Cursor, error) {
+	if s.LongAnswers == nil {
+		return cursor.Cursor{}, errCursorNotFound
+	}
+	if r.ContentLength > maxCursorBody {
+		return cursor.Cursor{}, &http.MaxBytesError{Limit: maxCursorBody}
+	}
+	body, err := readJSON(ctx, w, r)
+	if err != nil {
+		return cursor.Cursor{}, err
+	}
+	if len(body) > maxCursorBody {
+		return cursor.Cursor{}, &http.MaxBytesError{Limit: maxCursorBody}
+	}
+	var req apiwire.CursorRequest
+	if err := Decode(body, &req); err != nil {
+		return cursor.Cursor{}, err
+	}
+	if req.Cursor == "" {
+		return cursor.Cursor{}, invalid("cursor is required.")
+	}
+	c, err := cursor.Parse(req.Cursor)
+	if err != nil {
+		return cursor.Cursor{}, errCursorNotFound
+	}
+	return c, nil
+}
+
+// ownerOf is the verified caller, as a long answer's owner.
+func ownerOf(ctx context.Context) cursor.Owner {
+	rec := recordFrom(ctx)
+	return cursor.Owner{OID: rec.callerOID, TID: rec.callerTID}
+}
+
+// answerHop runs a hop and answers it: as server-sent events to a caller
+// that streams, else as JSON.
+func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Result, run hop) {
+	if wantsStream(r) {
+		s.relayHop(w, r, fit, run)
+		return
+	}
+	ctx := r.Context()
+	rec := recordFrom(ctx)
+	start := time.Now()
+	res, err := run(rec.firstToken)
+	rec.since("upstream", start)
+	s.noteHop(rec, res)
+	switch {
+	case err != nil:
+		s.fail(w, r, longError(err, textOf(res)))
+	case res.Next != nil:
+		h := w.Header()
+		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(continuePoll), 10))
+		h.Set("retry-after-ms", strconv.FormatInt(continuePoll.Milliseconds(), 10))
+		stampTiming(w, r)
+		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: res.Next.String(),
+			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: s.Tokens.Text(res.Text)}})
+	default:
+		stampTiming(w, r)
+		writeJSON(w, http.StatusOK, longResponse(ctx, res, fit))
+	}
+}
+
+// relayHop streams a hop: a delta per piece as it arrives, then done (the
+// whole answer and the generation's usage), continue (the cursor) or
+// error. As in stream, a failure before anything went out is the JSON
+// error with its status, so that a fast 503 on a continue is retried with
+// the same cursor, and yields the same text.
+func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Result, run hop) {
+	ctx := r.Context()
+	rec := recordFrom(ctx)
+	rec.stream = true
+	deadline, _ := ctx.Deadline()
+	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	start := time.Now()
+	res, err := run(func(text string) {
+		rec.firstToken(text)
+		es.delta(text)
+	})
+	started := es.end()
+	rec.since("upstream", start)
+	s.noteHop(rec, res)
+	err = longError(err, "")
+	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
+	switch {
+	case callerGone || es.gone():
+		rec.code = codeClientGone
+	case !started && err != nil:
+		s.fail(w, r, err)
+	case err == nil && res.Done && res.FinishReason == "content_filter":
+		err = errAnswerFiltered
+		fallthrough
+	case err != nil:
+		s.note(r, err)
+		a := rowFor(err)
+		rec.code = a.code
+		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
+	case res.Next != nil:
+		es.last(eventContinue, apiwire.Continue{Cursor: res.Next.String()})
+	default:
+		es.last(eventDone, longResponse(ctx, res, fit))
+	}
+}
+
+// noteHop puts a hop on the log line: the response, the hop's number and
+// the tokens it delivered; the generation's usage only on the hop that
+// saw its end, so that it is counted once; and whether it was cancelled
+// upstream.
+func (s *server) noteHop(rec *record, res *longanswer.Result) {
+	if res == nil {
+		return
+	}
+	rec.responseID, rec.hop = res.ResponseID, res.Hop
+	rec.hopTokens = s.Tokens.Text(res.Text)
+	rec.attempts, rec.upstreamID = res.Attempts, res.UpstreamRequestID
+	if rec.attempts > 0 {
+		rec.upstreamStatus = http.StatusOK
+	}
+	rec.cancelledUpstream = res.Cancelled
+	if res.Done {
+		rec.promptTokens, rec.completionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	}
+}
+
+// longError is the error of a hop as the error table answers it: a cursor
+// that may not be continued is not found; the limit is a deadline, with
+// the text so far.
+func longError(err error, partial string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, cursor.ErrNotFound):
+		return errCursorNotFound
+	case errors.Is(err, longanswer.ErrLimit):
+		return &withPartial{err: errLongAnswerLimit, partial: partial}
+	}
+	return err
+}
+
+// withPartial is an error that keeps the text the answer had reached.
+type withPartial struct {
+	err     error
+	partial string
+}
+
+func (e *withPartial) Error() string { return e.err.Error() }
+func (e *withPartial) Unwrap() error { return e.err }
+
+// textOf is a hop's text, "" without a hop.
+func textOf(res *longanswer.Result) string {
+	if res == nil {
+		return ""
+	}
+	return res.Text
+}
+
+// longResponse is a finished long answer's JSON: the 200 body and the data
+// of a stream's done event, the whole answer with the generation's usage.
+func longResponse(ctx context.Context, res *longanswer.Result, fit prompt.Result) ChatResponse {
+	return chatResponse(ctx, aoai.Response{
+		Content: res.Answer, FinishReason: res.FinishReason, Usage: res.Usage, Attempts: res.Attempts,
+	}, fit)
+}
