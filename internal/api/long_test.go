@@ -57,6 +57,10 @@ func (h *harness) send(ctx context.Context, path, body string, stream bool) stre
 		return streamed{}
 	}
 	defer resp.Body.Close()
+	// The simulator keeps a record once its handler has returned, after
+	// the answer has reached timebox: wait for it, so that its records are
+	// in the order of the hops.
+	defer synctest.Wait()
 	out := streamed{resp: resp}
 	if resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
 		b, _ := io.ReadAll(resp.Body)

@@ -50,10 +50,13 @@ func question(q string, onDelta func(string)) *aoai.GenerationRequest {
 	return &aoai.GenerationRequest{Messages: []aoai.Message{{Role: "user", Content: q}}, MaxTokens: 4000, OnDelta: onDelta}
 }
 
-// hop runs fn as one request with the budget.
+// hop runs fn as one request with the budget; it returns once the
+// simulator has recorded the hop's calls (it keeps a record when its
+// handler has returned, after the client has the answer).
 func hop[T any](fn func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
+	defer synctest.Wait()
 	return fn(ctx)
 }
 
