@@ -314,3 +314,25 @@ func TestUserDocsNameNoIssuesOrCommits(t *testing.T) {
 		}
 	}
 }
+
+// make run against a real Azure OpenAI offers no simulator directive: a
+// real deployment would read "[[sim:hang]]" as words of the question.
+func TestMakeRunOffersDirectivesOnlyToTheSimulator(t *testing.T) {
+	root := repoRoot(t)
+	examples := func(upstream string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "scripts/examples.sh", "http://127.0.0.1:7071/api", "7071", upstream)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "AZURE_OPENAI_ENDPOINT=https://contoso.openai.azure.com", "AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	real := examples("")
+	assert.NotContains(t, real, "[[sim:")
+	assert.Contains(t, real, "https://contoso.openai.azure.com")
+	assert.Contains(t, real, "curl -s http://127.0.0.1:7071/api/health")
+	assert.Contains(t, examples("simulator"), "[[sim:hang]]")
+	assert.Contains(t, readFile(t, root, "scripts/run.sh"), `bash scripts/examples.sh "$API" "$PORT" "${SIMULATED:+simulator}"`,
+		"make run says simulator only when it started the simulator as Azure OpenAI")
+}
