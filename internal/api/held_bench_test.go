@@ -7,11 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -135,4 +138,62 @@ func floorHandler(upstreamURL string) http.Handler {
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 	})
+}
+
+// BenchmarkHeldDepth reports how deep on its goroutine's stack a chat
+// request waits on Azure OpenAI: the bytes from the handler's first frame to
+// net/http's getConn (read in an httptrace GetConn hook, which net/http
+// calls on the request's goroutine), through the middleware, the chat
+// pipeline, azcore's pipeline and http.Client. With net/http's server above
+// it (about 1.2 KB) and the allocator's slow path below (about 1.2 KB), a
+// wait deeper than about 5 KB here no longer fits an 8 KiB stack, which Go
+// then doubles to 16 KiB for the whole wait (BenchmarkHeldRequests'
+// stack-B/req).
+func BenchmarkHeldDepth(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"code":"nope","message":"no"}}`, http.StatusBadRequest)
+	}))
+	defer up.Close()
+	a := stack(b, up.URL, app.Seams{})
+	depth := make(chan uintptr, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A stack large enough not to be copied (every address on it
+		// moved) between the two addresses.
+		deepen(64)
+		var here byte
+		top := uintptr(unsafe.Pointer(&here))
+		trace := &httptrace.ClientTrace{GetConn: func(string) {
+			var there byte
+			select {
+			case depth <- top - uintptr(unsafe.Pointer(&there)):
+			default:
+			}
+		}}
+		a.Handler.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	})
+	// No collection while measuring: it may shrink the stack (copy it).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var d uintptr
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/api/chat", strings.NewReader(ask("What does the travel policy say about trains?")))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		select {
+		case d = <-depth:
+		default:
+			b.Fatal("the request never reached the upstream transport")
+		}
+	}
+	b.ReportMetric(float64(d), "held-depth-B")
+}
+
+// deepen uses about n KB of the goroutine's stack and returns: the stack
+// keeps its size until a collection shrinks it.
+func deepen(n int) byte {
+	var buf [1024]byte
+	buf[n%len(buf)] = byte(n)
+	if n == 0 {
+		return buf[0]
+	}
+	return deepen(n-1) + buf[n%len(buf)]
 }
