@@ -175,18 +175,20 @@ func ask(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	var res client.Result
+	// A long answer comes in hops: each is said on stderr, the answer on
+	// stdout stays one text.
+	onHop := func(hop int) { fmt.Fprintf(stderr, "still writing, part %d\n", hop) }
+	var onDelta func(string)
+	printed := false
 	if c.stream {
-		printed := false
-		res, err = c.client(hc, stderr).Stream(ctx, "/api/chat", body, func(text string) {
+		onDelta = func(text string) {
 			printed = true
 			fmt.Fprint(stdout, text)
-		})
-		if printed {
-			fmt.Fprintln(stdout) // the answer's line ends, whatever came after it
 		}
-	} else {
-		res, err = c.client(hc, stderr).Call(ctx, http.MethodPost, "/api/chat", body)
+	}
+	res, err := c.client(hc, stderr).Follow(ctx, body, onDelta, onHop)
+	if printed {
+		fmt.Fprintln(stdout) // the answer's line ends, whatever came after it
 	}
 	if err != nil {
 		return commandError(c.command, err)

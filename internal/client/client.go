@@ -53,6 +53,9 @@ type Result struct {
 	Body     []byte
 	Attempts int           // attempts made, the first included
 	Elapsed  time.Duration // the whole call, waits included
+	// Cursor is set when a long answer's hop ended before the answer: a
+	// stream's continue event. Follow goes on with it.
+	Cursor string
 }
 
 // Call sends method path (with body, JSON, when not nil) under the rule. It
@@ -91,7 +94,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, onD
 		}
 		if a.status >= 200 && a.status < 300 {
 			c.logf("attempt %d: status %d in %s -> success\n", n, a.status, a.elapsed.Round(time.Millisecond))
-			return Result{Status: a.status, Header: a.header, Body: a.body, Attempts: n, Elapsed: time.Since(start)}, nil
+			return Result{Status: a.status, Header: a.header, Body: a.body, Attempts: n, Elapsed: time.Since(start), Cursor: a.cursor}, nil
 		}
 		now := time.Now()
 		d := c.Policy.Decide(retry.Attempt{Number: n, Elapsed: a.elapsed, Status: a.status, Header: a.header, Remaining: deadline.Sub(now), Now: now})
@@ -147,6 +150,9 @@ type attemptResult struct {
 	errBody  apiwire.ErrorBody
 	// streamErr ends a stream that had begun: never retried.
 	streamErr *CallError
+	// cursor is the continue event's: the stream's hop ended before the
+	// answer.
+	cursor string
 	// inEvent: status, header and errBody came in a stream's error event
 	// before its first piece (the 200 was committed by a keep-alive).
 	inEvent bool

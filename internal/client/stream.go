@@ -54,6 +54,15 @@ read:
 		case "done":
 			r.status, r.body = http.StatusOK, []byte(ev.Data)
 			return r
+		case "continue":
+			// The hop is over, the answer is not: the cursor goes on.
+			var c apiwire.Continue
+			if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || c.Cursor == "" {
+				r.err = fmt.Errorf("unreadable continue: %v", err)
+				break read
+			}
+			r.status, r.cursor = http.StatusOK, c.Cursor
+			return r
 		case "error":
 			var e apiwire.StreamError
 			err := json.Unmarshal([]byte(ev.Data), &e)
