@@ -128,7 +128,8 @@ func nonReader(t *testing.T, ln *memnet.Listener, headers, body string) net.Conn
 // (the process exits 0) within the longest budget plus the answer's grace,
 // and every request's log line is written. Before, a stream's last write
 // could wait the grace past its deadline while shutdown gave up a second
-// past the budget: exit 1, and that request's line never written.
+// past the budget, and a JSON answer's write had no bound at all: exit 1,
+// and the stream's line never written.
 func TestShutdownWithCallersThatStopReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		settings := map[string]string{
@@ -149,6 +150,7 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 
 		callers := []struct{ name, headers string }{
 			{"stream", "Accept: text/event-stream\r\n"},
+			{"JSON", ""},
 		}
 		for _, c := range callers {
 			nonReader(t, ln, c.headers, `{"messages":[{"role":"user","content":"hello"}]}`)
@@ -171,6 +173,7 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 		require.Len(t, lines, len(callers), "one log line per request: %s", logs.String())
 		for _, l := range lines {
 			assert.LessOrEqual(t, l["elapsedMs"], float64((cfg.Budget + budget.AnswerGrace).Milliseconds()), l)
+			assert.Equal(t, true, l["writeTimedOut"], l)
 		}
 	})
 }

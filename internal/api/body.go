@@ -35,7 +35,7 @@ func (s *server) guardBody(next http.Handler) http.Handler {
 			// Nothing was written: net/http's empty 200 is the answer.
 			body.endRead()
 		}
-		if sendWhole(w) {
+		if sent, _ := sendWhole(w); sent {
 			body.linger(s.Lingering)
 		}
 	})
@@ -78,14 +78,16 @@ func (w *bodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // sendWhole hands an answer of known length (Content-Length set, as
 // writeJSON does) to the connection now, rather than when the handler
-// returns, and reports whether it did. An answer of unknown length is left
-// to net/http, which can then still give it a length or close it: a flush
-// now would make it chunked.
-func sendWhole(w http.ResponseWriter) bool {
+// returns, and reports whether it did, or the error of a connection that
+// did not take it. An answer of unknown length is left to net/http, which
+// can then still give it a length or close it: a flush now would make it
+// chunked.
+func sendWhole(w http.ResponseWriter) (sent bool, err error) {
 	if w.Header().Get("Content-Length") == "" {
-		return false
+		return false, nil
 	}
-	return http.NewResponseController(w).Flush() == nil
+	err = http.NewResponseController(w).Flush()
+	return err == nil, err
 }
 
 // bodyConn is guardBody's hold on one request's body and connection.

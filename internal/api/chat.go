@@ -147,7 +147,7 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		return nil, err
 	}
 	call := &chatCall{
-		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken},
+		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec)},
 		fit: fit,
 	}
 	// Last before the upstream call: what it can at most cost is known, and

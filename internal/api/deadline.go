@@ -23,6 +23,26 @@ func (s *server) startBudget(next http.Handler) http.Handler {
 	})
 }
 
+// boundWrites makes every write of the answer give up budget.AnswerGrace
+// after the request's deadline in force: the end of an answer (the
+// deadline's own 500, a stream's last event, the rest of a JSON answer to a
+// caller reading slowly) still goes out, and a caller that stopped reading
+// holds the request, its memory and the instance's shutdown no longer than
+// that. It is listed after each middleware that sets the deadline
+// (startBudget, clientDeadline), so that it follows the shorter one.
+// net/http clears the connection's write deadline once the answer is
+// finished, so a kept-alive connection's next request starts with none.
+func (s *server) boundWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if deadline, ok := r.Context().Deadline(); ok {
+			// A writer with no connection (a test's recorder) has no write
+			// to bound.
+			_ = http.NewResponseController(w).SetWriteDeadline(deadline.Add(budget.AnswerGrace))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // clientDeadline shortens the budget to the caller's timeout less
 // ClientTimeoutMargin, when that ends earlier, so that the caller is
 // answered before it gives up (budget.ShortenForClient). The caller's

@@ -308,7 +308,8 @@ func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, d dia
 	s.note(r, err)
 	var partial *apiwire.PartialAnswer
 	if text := partialOf(err); text != "" {
-		partial = &apiwire.PartialAnswer{Answer: text, CompletionTokens: s.Tokens.Text(text)}
+		// Counted as its pieces arrived (tally): the answer goes out now.
+		partial = &apiwire.PartialAnswer{Answer: text, CompletionTokens: rec.tally.of(text)}
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {
 		rec.code = codeClientGone

@@ -3,9 +3,11 @@ package api
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -29,7 +31,9 @@ func (s *server) logLine(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, rec: rec}
 		r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
 		next.ServeHTTP(sw, r)
-		sendWhole(sw)
+		if _, err := sendWhole(sw); err != nil {
+			rec.noteWrite(err)
+		}
 		s.logRequest(r, rec, rec.status)
 	})
 }
@@ -55,6 +59,11 @@ type record struct {
 	stream           bool          // answered as server-sent events
 	truncated        bool
 	code             string
+	// tally counts the answer's completion tokens as its pieces arrive.
+	tally tally
+	// writeErr is the first write of the answer the caller did not take:
+	// it went away, or stopped reading (writeTimedOut).
+	writeErr error
 	// countPrompt counts the prompt sent upstream, for an answer cut short
 	// before Azure's usage came when fitting skipped counting (small
 	// requests); nil when the prompt was counted or none was sent.
@@ -104,6 +113,20 @@ func (rec *record) billedPrompt() int {
 		return rec.countPrompt()
 	}
 	return 0
+}
+
+// noteWrite keeps the first failed write of the answer.
+func (rec *record) noteWrite(err error) {
+	if rec.writeErr == nil {
+		rec.writeErr = err
+	}
+}
+
+// writeTimedOut reports whether err is a write that gave up at the
+// answer's bound (boundWrites): the caller is connected but stopped
+// reading, which a caller that went away (client_gone) is not.
+func writeTimedOut(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // phase is one timed step of a request: "material" (fetching and extracting),
@@ -196,6 +219,13 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	if rec.abandonedTokens > 0 {
 		attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
 	}
+	if rec.tally.estimated && rec.completionTokens+rec.abandonedTokens > 0 {
+		attrs = append(attrs, slog.Bool("completionTokensEstimated", true))
+	}
+	if writeTimedOut(rec.writeErr) {
+		// The caller stopped reading: the answer did not reach it whole.
+		attrs = append(attrs, slog.Bool("writeTimedOut", true))
+	}
 	if rec.stream {
 		attrs = append(attrs, slog.Bool("stream", true))
 	}
@@ -241,7 +271,7 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 // and hijacking.
 type statusWriter struct {
 	http.ResponseWriter
-	rec *record
+	rec *record // notes the status, and a write the caller did not take
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -259,7 +289,11 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.rec.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	if err != nil {
+		w.rec.noteWrite(err)
+	}
+	return n, err
 }
 
 // Unwrap returns the writer it wraps (http.ResponseController).

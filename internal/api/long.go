@@ -142,7 +142,7 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 	ctx := r.Context()
 	rec := recordFrom(ctx)
 	start := time.Now()
-	res, err := run(rec.firstToken)
+	res, err := run(s.tallied(ctx, rec))
 	rec.since("upstream", start)
 	s.noteHop(rec, res)
 	switch {
@@ -154,7 +154,7 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 		h.Set("retry-after-ms", strconv.FormatInt(continuePoll.Milliseconds(), 10))
 		stampTiming(w, r)
 		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: res.Next.String(),
-			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: s.Tokens.Text(res.Text)}})
+			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: rec.hopTokens}})
 	default:
 		stampTiming(w, r)
 		writeJSON(w, http.StatusOK, longResponse(ctx, res, fit))
@@ -170,12 +170,14 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	ctx := r.Context()
 	rec := recordFrom(ctx)
 	rec.stream = true
-	deadline, _ := ctx.Deadline()
-	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	es := openStream(w, func() { stampTiming(w, r) })
 	start := time.Now()
+	count := s.tallied(ctx, rec)
 	res, err := run(func(text string) {
-		rec.firstToken(text)
-		es.delta(text)
+		if !es.delta(text) {
+			rec.tally.undelivered()
+		}
+		count(text)
 	})
 	started := es.end()
 	rec.since("upstream", start)
@@ -183,8 +185,18 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	err = longError(err, "")
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
-	case callerGone || es.gone():
-		rec.code = codeClientGone
+	case callerGone || es.failure() != nil:
+		// A caller that went away is logged 499 client_gone; one still
+		// there that stopped reading, with the answer's own code, and
+		// writeTimedOut.
+		failed := es.failure()
+		rec.noteWrite(failed)
+		switch {
+		case !writeTimedOut(failed):
+			rec.code = codeClientGone
+		case err != nil:
+			rec.code = rowFor(err).code
+		}
 	case !started && err != nil:
 		s.fail(w, r, err)
 	case err == nil && res.Done && res.FinishReason == "content_filter":
@@ -194,7 +206,7 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 		s.note(r, err)
 		a := rowFor(err)
 		rec.code = a.code
-		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
+		es.last(eventError, streamError(ctx, a, es.sentDelta()))
 	case res.Next != nil:
 		es.last(eventContinue, apiwire.Continue{Cursor: res.Next.String()})
 	default:
@@ -211,7 +223,7 @@ func (s *server) noteHop(rec *record, res *longanswer.Result) {
 		return
 	}
 	rec.responseID, rec.hop = res.ResponseID, res.Hop
-	rec.hopTokens = s.Tokens.Text(res.Text)
+	rec.hopTokens = rec.tally.of(res.Text) // counted as its pieces came
 	rec.attempts, rec.upstreamID = res.Attempts, res.UpstreamRequestID
 	if rec.attempts > 0 {
 		rec.upstreamStatus = http.StatusOK

@@ -171,7 +171,7 @@ func (s *server) prepareOpenAI(ctx context.Context, req openaiwire.ChatRequest) 
 	}
 	call := &chatCall{
 		req: aoai.Request{
-			MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: rec.firstToken,
+			MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec),
 			Passthrough: &aoai.Passthrough{Messages: messages, Fields: fields},
 		},
 		fit: prompt.Result{Messages: msgs, PromptTokens: n},

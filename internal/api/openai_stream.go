@@ -30,10 +30,16 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	ctx := r.Context()
 	rec := recordFrom(ctx)
 	rec.stream = true
-	deadline, _ := ctx.Deadline()
-	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	es := openStream(w, func() { stampTiming(w, r) })
 	req := call.req
 	var held []aoai.Chunk // chunks before the first that carries an answer
+	// A chunk's text goes to the tally (OnDelta) after the chunk (OnChunk):
+	// a chunk the caller did not take marks it, and every later one, undelivered.
+	send := func(c aoai.Chunk) {
+		if !es.chunk(c.Data) {
+			rec.tally.undelivered()
+		}
+	}
 	req.OnChunk = func(c aoai.Chunk) {
 		switch {
 		case c.Usage && !includeUsage:
@@ -41,10 +47,10 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 			held = append(held, c)
 		default:
 			for _, h := range held {
-				es.chunk(h.Data, h.Text)
+				send(h)
 			}
 			held = nil
-			es.chunk(c.Data, c.Text)
+			send(c)
 		}
 	}
 	held = []aoai.Chunk{}
@@ -53,15 +59,13 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	started := es.end()
 	rec.since("upstream", start)
 
-	generated := partialOf(err)
 	if err == nil {
-		generated = resp.Content
 		s.noteAnswer(ctx, *resp)
 	}
 	s.note(r, err)
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
-	case callerGone || es.gone():
+	case callerGone || es.failure() != nil:
 	case !started && err != nil:
 		s.fail(w, r, rejected(err))
 		return
@@ -71,23 +75,22 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	case err != nil:
 		row := rowFor(err)
 		rec.code = row.code
-		s.countTokens(rec, generated, es.delivered())
+		countTokens(rec)
 		es.data(openAIDialect{}.errorBody(row, "", nil))
 	default:
 		for _, h := range held {
-			es.chunk(h.Data, h.Text)
+			send(h)
 		}
-		es.frame(openaiwire.Done, "")
+		es.frame(openaiwire.Done)
 	}
-	if es.gone() || callerGone {
-		rec.code = codeClientGone
-		s.countTokens(rec, generated, es.delivered())
+	if failed := es.failure(); failed != nil || callerGone {
+		noteUntaken(rec, failed, err)
 	}
 }
 
-// chunk sends one of Azure OpenAI's chunks, which adds text to the answer,
-// as a data-only event.
-func (es *eventStream) chunk(data, text string) { es.frame(data, text) }
+// chunk sends one of Azure OpenAI's chunks as a data-only event, and
+// reports whether it went out.
+func (es *eventStream) chunk(data string) bool { return es.frame(data) }
 
 // data sends v as a data-only event.
 func (es *eventStream) data(v any) {
@@ -95,17 +98,15 @@ func (es *eventStream) data(v any) {
 	if err != nil {
 		panic("api: marshal an OpenAI frame: " + err.Error()) // every value is one of openaiwire's types
 	}
-	es.frame(string(b), "")
+	es.frame(string(b))
 }
 
 // frame sends data as an event with no name (OpenAI's framing: no "event:"
-// line), counting text as delivered when it went out.
-func (es *eventStream) frame(data, text string) {
+// line), and reports whether it went out.
+func (es *eventStream) frame(data string) bool {
 	m := &sse.Message{}
 	m.AppendData(data)
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	if es.write(m) {
-		es.sent.WriteString(text)
-	}
+	return es.write(m)
 }

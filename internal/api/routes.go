@@ -16,6 +16,7 @@ func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(
 		s.startBudget,  // the request's deadline, from its first line
+		s.boundWrites,  // every write of the answer gives up a grace after that deadline
 		s.requestID,    // the caller's x-request-id when sane, else a new one
 		s.guardBody,    // an unread body neither stalls the answer nor resets it
 		s.logLine,      // one line per request, once its answer has gone
@@ -40,6 +41,7 @@ func (s *server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(
 			s.clientDeadline,    // x-client-timeout-ms shortens the budget
+			s.boundWrites,       // and the bound of the answer's writes with it
 			s.requireCaller,     // 401, 403, 503 auth_unavailable
 			s.refuseBadDeadline, // 400 to a malformed x-client-timeout-ms
 		)

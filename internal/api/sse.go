@@ -17,11 +17,6 @@ import (
 // line goes out, so that no proxy on the way takes the stream for dead.
 const keepAlive = 15 * time.Second
 
-// writeGrace is how long past the request's deadline a write to the caller
-// may block, so that the last event still goes out to a caller that reads,
-// and a caller that stopped reading cannot hold the request longer.
-const writeGrace = 5 * time.Second
-
 // The stream's events and its comment.
 var (
 	eventDelta = sse.Type("delta")
@@ -63,17 +58,14 @@ type eventStream struct {
 	closed  bool  // no keep-alive after this
 	err     error // the first failed write
 	timer   *time.Timer
-	sent    strings.Builder // the answer's text the caller has been sent
+	deltas  bool // a delta went out
 }
 
 // openStream prepares a stream on w whose first keep-alive goes out after
-// keepAlive of silence. deadline bounds every write (plus writeGrace);
-// begin sets headers (CORS, timing) just before the first byte.
-func openStream(w http.ResponseWriter, deadline time.Time, begin func()) *eventStream {
+// keepAlive of silence; begin sets headers (CORS, timing) just before the
+// first byte. Every write gives up at the answer's bound (boundWrites).
+func openStream(w http.ResponseWriter, begin func()) *eventStream {
 	es := &eventStream{w: w, rc: http.NewResponseController(w), begin: begin}
-	// Not every writer has deadlines (a test's recorder); the budget still
-	// ends the upstream call, and with it the stream.
-	_ = es.rc.SetWriteDeadline(deadline.Add(writeGrace))
 	es.mu.Lock() // the timer's goroutine reads es.timer
 	es.timer = time.AfterFunc(keepAlive, es.keepAlive)
 	es.mu.Unlock()
@@ -96,16 +88,18 @@ func (es *eventStream) keepAlive() {
 	es.write(&m)
 }
 
-// delta sends one piece of the answer.
-func (es *eventStream) delta(text string) {
+// delta sends one piece of the answer, and reports whether it went out.
+func (es *eventStream) delta(text string) bool {
 	b, _ := json.Marshal(struct {
 		Text string `json:"text"`
 	}{text})
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	if es.write(event(eventDelta, b)) {
-		es.sent.WriteString(text)
+	if !es.write(event(eventDelta, b)) {
+		return false
 	}
+	es.deltas = true
+	return true
 }
 
 // end stops the keep-alive and reports whether anything was sent: when
@@ -129,18 +123,19 @@ func (es *eventStream) last(typ sse.EventType, v any) {
 	es.write(event(typ, b))
 }
 
-// gone reports whether the caller stopped taking the stream.
-func (es *eventStream) gone() bool {
+// failure is the first write the caller did not take: nil while it takes
+// the stream. It went away, or stopped reading (writeTimedOut).
+func (es *eventStream) failure() error {
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	return es.err != nil
+	return es.err
 }
 
-// delivered is the text of the answer the caller was sent.
-func (es *eventStream) delivered() string {
+// sentDelta reports whether a delta went out.
+func (es *eventStream) sentDelta() bool {
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	return es.sent.String()
+	return es.deltas
 }
 
 func event(typ sse.EventType, data []byte) *sse.Message {

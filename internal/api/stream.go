@@ -28,13 +28,16 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	rec := recordFrom(ctx)
 	rec.stream = true
 	// A caller that goes away cancels r's context, and with it the
-	// upstream call; one that stops reading is cut by the write deadline.
-	deadline, _ := ctx.Deadline()
-	es := openStream(w, deadline, func() { stampTiming(w, r) })
+	// upstream call; one that stops reading is cut by the answer's bound
+	// (boundWrites).
+	es := openStream(w, func() { stampTiming(w, r) })
 	req := call.req
 	req.OnDelta = func(text string) {
 		rec.firstToken(text)
-		es.delta(text)
+		if !es.delta(text) {
+			rec.tally.undelivered()
+		}
+		rec.tally.piece(text)
 	}
 	start := time.Now()
 	resp, err := s.Chat.Complete(ctx, &req)
@@ -43,15 +46,13 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	started := es.end()
 	rec.since("upstream", start)
 
-	generated := partialOf(err)
 	if err == nil {
-		generated = resp.Content
 		s.noteAnswer(ctx, *resp)
 	}
 	s.note(r, err)
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
-	case callerGone || es.gone():
+	case callerGone || es.failure() != nil:
 	case !started && err != nil:
 		s.fail(w, r, err)
 		return
@@ -61,15 +62,29 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	case err != nil:
 		a := rowFor(err)
 		rec.code = a.code
-		s.countTokens(rec, generated, es.delivered())
-		es.last(eventError, streamError(ctx, a, es.delivered() != ""))
+		countTokens(rec)
+		es.last(eventError, streamError(ctx, a, es.sentDelta()))
 	default:
 		es.last(eventDone, chatResponse(ctx, *resp, call.fit))
 	}
-	if es.gone() || callerGone {
-		// The caller went away, or stopped reading: nobody reads the rest.
+	if failed := es.failure(); failed != nil || callerGone {
+		noteUntaken(rec, failed, err)
+	}
+}
+
+// noteUntaken puts on the log line a stream its caller did not take to its
+// end (failed: the write it did not take; nil when it went away, which
+// ended the call with err). Nobody reads the rest. A caller that went away
+// is logged 499 client_gone; one still there that stopped reading, with
+// the answer's own status and code, and writeTimedOut.
+func noteUntaken(rec *record, failed, err error) {
+	countTokens(rec)
+	rec.noteWrite(failed)
+	switch {
+	case !writeTimedOut(failed):
 		rec.code = codeClientGone
-		s.countTokens(rec, generated, es.delivered())
+	case err != nil:
+		rec.code = rowFor(err).code
 	}
 }
 
@@ -88,10 +103,11 @@ func streamError(ctx context.Context, a errorRow, partial bool) apiwire.StreamEr
 }
 
 // countTokens puts on the log line the completion tokens the caller was
-// sent, and those generated that it never got (abandoned).
-func (s *server) countTokens(rec *record, generated, delivered string) {
-	rec.completionTokens = s.Tokens.Text(delivered)
-	if n := s.Tokens.Text(generated) - rec.completionTokens; n > 0 {
+// sent, and those generated that it never got (abandoned), from the
+// answer's tally: nothing is counted here.
+func countTokens(rec *record) {
+	rec.completionTokens = rec.tally.sent()
+	if n := rec.tally.generated() - rec.completionTokens; n > 0 {
 		rec.abandonedTokens = n
 	}
 }

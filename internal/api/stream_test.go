@@ -315,7 +315,10 @@ func TestStreamCallerGoingAwayCutsTheUpstream(t *testing.T) {
 }
 
 // A caller that stops reading (but keeps the connection) cannot hold the
-// request past its deadline: writes to it give up writeGrace after it.
+// request past its deadline: writes to it give up budget.AnswerGrace after
+// it. It is logged as what it is, a caller still there that stopped
+// reading (writeTimedOut, with the answer's own status and code), not as
+// one that went away (499 client_gone).
 func TestStreamCallerThatStopsReadingIsCut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil, longGeneration)
@@ -332,7 +335,13 @@ func TestStreamCallerThatStopsReadingIsCut(t *testing.T) {
 		lines := h.logLines()
 		require.Len(t, lines, 1, "the request ended")
 		assert.EqualValues(t, 205*time.Second/time.Millisecond, lines[0]["elapsedMs"], "the budget, and 5 s for the last event")
-		assert.EqualValues(t, 499, lines[0]["status"])
+		assert.EqualValues(t, 200, lines[0]["status"], "the stream's status, sent")
+		assert.Equal(t, true, lines[0]["writeTimedOut"])
+		assert.Equal(t, apiwire.CodeDeadlineExceeded, lines[0]["code"])
+		sent, _ := lines[0]["completionTokens"].(float64)
+		abandoned, _ := lines[0]["abandonedTokens"].(float64)
+		assert.Positive(t, abandoned, "what the caller did not take is counted as abandoned")
+		assert.Positive(t, sent+abandoned)
 		assert.Equal(t, 1, h.sim.Stats().Cancelled)
 	})
 }
