@@ -1,6 +1,6 @@
 import { decide, serverWaitMs, type Decision, type HeaderReader, type Reason, type RetryPolicy } from './rule.js';
 import { raceAbort } from './abort.js';
-import { CallbackError, FailedBeforeFirstPiece, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
+import { CallbackError, FailedBeforeFirstPiece, HopEnd, readChatStream, StreamFailure, type DeltaHandler } from './stream.js';
 import type { Usage } from './usage.js';
 
 /** The response shape the client needs: the browser's Response and SPFx's HttpClientResponse both match it. */
@@ -19,6 +19,8 @@ export interface TransportRequest {
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
+  /** Set on a cancel sent as a page unloads (`fetch(..., { keepalive: true })`), so it outlives the page. */
+  keepalive?: boolean;
 }
 
 /**
@@ -108,6 +110,8 @@ export interface AttemptEvent {
   requestId?: string;
   /** The server's error code, when it sent one. */
   code?: string;
+  /** A long answer's hop this attempt was of: 2 for the first continue, and so on; absent for the first. */
+  hop?: number;
 }
 
 /** Options of a {@link TimeboxClient}; every per-call option can be overridden in {@link CallOptions}. */
@@ -138,6 +142,12 @@ export interface CallOptions {
   attemptTimeoutMs?: number;
   deadlineMs?: number;
   onAttempt?: (event: AttemptEvent) => void;
+  /**
+   * Hears each hop of a long answer after the first (2, 3, ...) with the
+   * cursor it goes on with: what a web part keeps to {@link TimeboxClient.cancel}
+   * the answer when its page unloads. `deadlineMs` bounds all hops together.
+   */
+  onHop?: (hop: number, cursor: string) => void;
 }
 
 /** Options of {@link TimeboxClient.chatStream}. */
@@ -263,9 +273,69 @@ export class TimeboxClient {
     this.options = { ...options, baseUrl: options.baseUrl.replace(/\/+$/, '') };
   }
 
-  /** Asks `POST /api/chat`; rejects with a {@link TimeboxError} (or the signal's reason when aborted). */
-  chat(request: ChatRequest, options: CallOptions = {}): Promise<ChatResponse> {
-    return this.send<ChatResponse>('POST', '/api/chat', request, options);
+  /**
+   * Asks `POST /api/chat`; rejects with a {@link TimeboxError} (or the signal's reason when aborted).
+   * A long answer's `202` is followed with `POST /api/chat/continue` until the whole answer comes.
+   */
+  async chat(request: ChatRequest, options: CallOptions = {}): Promise<ChatResponse> {
+    const hops = this.hops(options);
+    let r = await this.send<ChatResponse | InProgress>('POST', '/api/chat', request, hops.options(1));
+    for (let hop = 2; isInProgress(r); hop++) {
+      r = await hops.next(hop, r.cursor, (o) => this.send<ChatResponse | InProgress>('POST', '/api/chat/continue', { cursor: (r as InProgress).cursor }, o));
+    }
+    return r;
+  }
+
+  /**
+   * Cancels a long answer by the cursor of its last hop (`POST /api/chat/cancel`):
+   * its generation stops at Azure OpenAI. With `keepalive` the request outlives
+   * the page (`fetch(..., { keepalive: true })`), for a web part's unload. One
+   * attempt, whatever its outcome: it resolves either way.
+   */
+  async cancel(cursor: string, options: { keepalive?: boolean; headers?: Record<string, string> } = {}): Promise<void> {
+    const o = this.options;
+    const transport = o.transport ?? fetchTransport();
+    const headers = { accept: 'application/json', 'content-type': 'application/json', ...o.headers, ...options.headers };
+    const request: TransportRequest = { method: 'POST', headers, body: JSON.stringify({ cursor }), signal: new AbortController().signal };
+    if (options.keepalive) request.keepalive = true;
+    try {
+      await transport(o.baseUrl + '/api/chat/cancel', request);
+    } catch {
+      // Best effort: the answer ends at LONG_ANSWER_LIMIT anyway.
+    }
+  }
+
+  /**
+   * What the hops of one long answer share: the caller's deadline over all of
+   * them, its onHop, and a cancel of the answer when its signal ends it
+   * between hops (during a hop the connection's end cancels it).
+   */
+  private hops(options: CallOptions) {
+    const clock = this.options.clock ?? systemClock;
+    const start = clock.now();
+    const total = options.deadlineMs ?? this.options.deadlineMs;
+    const withHop = (hop: number): HopOptions => ({
+      ...options,
+      deadlineMs: total === undefined ? undefined : Math.max(1, total - (clock.now() - start)),
+      hop: hop === 1 ? undefined : hop,
+    });
+    return {
+      options: withHop,
+      next: async <T>(hop: number, cursor: string, run: (o: CallOptions) => Promise<T>): Promise<T> => {
+        try {
+          options.onHop?.(hop, cursor);
+        } catch {
+          // A UI hook must not change the call's outcome.
+        }
+        try {
+          options.signal?.throwIfAborted();
+          return await run(withHop(hop));
+        } catch (err) {
+          if (options.signal?.aborted) void this.cancel(cursor);
+          throw err;
+        }
+      },
+    };
   }
 
   /**
@@ -282,19 +352,32 @@ export class TimeboxClient {
    * the stream and the connection, so the server cancels the upstream call.
    * A server or proxy that answers plain JSON instead is read as one piece.
    */
-  chatStream(request: ChatRequest, options: StreamCallOptions = {}): Promise<ChatResponse> {
-    const onDelta = options.onDelta;
-    return this.call<ChatResponse>('POST', '/api/chat', request, options, 'text/event-stream', (response, signal) => {
-      if (isEventStream(response)) return readChatStream<ChatResponse>(response, onDelta, signal);
-      return readJson<ChatResponse>(response, signal).then((r) => {
-        try {
-          if (typeof r.answer === 'string' && r.answer !== '') onDelta?.(r.answer, r.answer);
-        } catch (err) {
-          throw new CallbackError(err);
-        }
-        return r;
-      });
+  async chatStream(request: ChatRequest, options: StreamCallOptions = {}): Promise<ChatResponse> {
+    // A long answer's hops make one text: onDelta hears the whole answer so far.
+    let soFar = '';
+    const onDelta: DeltaHandler | undefined = options.onDelta && ((piece) => {
+      soFar += piece;
+      options.onDelta?.(piece, soFar);
     });
+    const once = (path: string, body: unknown, o: CallOptions) =>
+      this.call<ChatResponse | HopEnd>('POST', path, body, o, 'text/event-stream', (response, signal) => {
+        if (isEventStream(response)) return readChatStream<ChatResponse>(response, onDelta, signal);
+        return readJson<ChatResponse>(response, signal).then((r) => {
+          try {
+            if (typeof r.answer === 'string' && r.answer !== '') onDelta?.(r.answer, r.answer);
+          } catch (err) {
+            throw new CallbackError(err);
+          }
+          return r;
+        });
+      });
+    const hops = this.hops(options);
+    let r = await once('/api/chat', request, hops.options(1));
+    for (let hop = 2; r instanceof HopEnd; hop++) {
+      const cursor = r.cursor;
+      r = await hops.next(hop, cursor, (o) => once('/api/chat/continue', { cursor }, o));
+    }
+    return r;
   }
 
   /**
@@ -365,7 +448,7 @@ export class TimeboxClient {
   }
 
   /** The attempt loop: every request, JSON or stream, goes through the same rule. */
-  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions, accept: string, readOk: OkReader<T>): Promise<T> {
+  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, options: HopOptions, accept: string, readOk: OkReader<T>): Promise<T> {
     const o = this.options;
     const clock = o.clock ?? systemClock;
     const transport = o.transport ?? fetchTransport();
@@ -376,6 +459,7 @@ export class TimeboxClient {
     const start = clock.now();
     const deadline = deadlineMs === undefined ? Infinity : start + deadlineMs;
     const notify = (e: AttemptEvent) => {
+      if (options.hop !== undefined) e = { ...e, hop: options.hop };
       for (const hook of [o.onAttempt, options.onAttempt]) {
         try {
           hook?.(e);
@@ -498,6 +582,21 @@ export class TimeboxClient {
       await sleep(clock, decision.waitMs, signal);
     }
   }
+}
+
+/** A call's options within a long answer: the hop it is. */
+type HopOptions = CallOptions & { hop?: number };
+
+/** A long answer's `202`: the answer so far, and the cursor to continue with. */
+interface InProgress {
+  status: 'in_progress';
+  cursor: string;
+  partial?: { answer: string };
+}
+
+function isInProgress(r: unknown): r is InProgress {
+  const v = r as Partial<InProgress> | undefined;
+  return v?.status === 'in_progress' && typeof v.cursor === 'string' && v.cursor !== '';
 }
 
 /** Parses a 2xx's JSON body; a body that is not JSON is final ('invalid_response'). */

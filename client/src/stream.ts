@@ -66,6 +66,14 @@ export class FailedBeforeFirstPiece extends Error {
   }
 }
 
+/**
+ * A long answer's hop that ended before the answer (`event: continue`): the
+ * cursor `POST /api/chat/continue` goes on with (docs/api.md, "Long answers").
+ */
+export class HopEnd {
+  constructor(readonly cursor: string) {}
+}
+
 /** Carries an exception thrown by the caller's own onDelta out of the attempt loop, untouched. */
 export class CallbackError {
   constructor(readonly error: unknown) {}
@@ -88,10 +96,10 @@ export type DeltaHandler = (text: string, answerSoFar: string) => void;
  * from `onDelta` ends the stream and rejects with a {@link CallbackError}
  * holding it.
  */
-export async function readChatStream<T extends { answer: string }>(response: ResponseLike, onDelta: DeltaHandler | undefined, signal: AbortSignal): Promise<T> {
+export async function readChatStream<T extends { answer: string }>(response: ResponseLike, onDelta: DeltaHandler | undefined, signal: AbortSignal): Promise<T | HopEnd> {
   let answer = '';
   let started = false;
-  let result: T | undefined;
+  let result: T | HopEnd | undefined;
   let callerError: { error: unknown } | undefined;
   const requestId = response.headers.get('x-request-id') ?? undefined;
   const onEvent = (e: SseEvent) => {
@@ -115,6 +123,14 @@ export async function readChatStream<T extends { answer: string }>(response: Res
         const done = parseObject(e.data);
         if (done === undefined || typeof done.answer !== 'string') throw new StreamFailure('invalid_response', undefined, requestId, answer);
         result = done as T;
+        return;
+      }
+      case 'continue': {
+        // The hop is over, the answer is not: the text so far stays, and
+        // the cursor goes on where it stopped.
+        const cursor = parseObject(e.data)?.cursor;
+        if (typeof cursor !== 'string' || cursor === '') throw new StreamFailure('invalid_response', undefined, requestId, answer);
+        result = new HopEnd(cursor);
         return;
       }
       case 'error': {
