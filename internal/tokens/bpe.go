@@ -24,10 +24,27 @@ type bpe struct {
 	long sync.Pool
 	// caches holds rankCaches, reused (merge.go).
 	caches sync.Pool
-	// pairs returns the rank of every two bytes as one token (noRank if
-	// none), the lookups of a merge's first pass, built at the first merge.
-	pairs func() *[1 << 16]uint32
+	// merging returns the tables merges read, built at the first merge.
+	merging func() *mergeTables
 }
+
+// mergeTables are what merging reads besides the vocabulary: the rank of
+// every two bytes as one token (noRank if none), the lookups of a merge's
+// first pass; and a filter of the longer tokens, which answers most lookups
+// that miss (most do, in text unlike the vocabulary's: random bytes, rare
+// scripts) from 256 KB rather than from the table's megabytes.
+type mergeTables struct {
+	pairs [1 << 16]uint32
+	maybe filter
+}
+
+// filter is a bit set of token hashes: a string whose hash's bit is clear
+// is no token (one whose bit is set may be one).
+type filter [1 << 21 / 64]uint64
+
+func (f *filter) add(h uint32) { f[h>>(32-21)/64] |= 1 << (h >> (32 - 21) % 64) }
+
+func (f *filter) has(h uint32) bool { return f[h>>(32-21)/64]&(1<<(h>>(32-21)%64)) != 0 }
 
 // longestToken is the length in bytes of the longest token of either
 // encoding (a test checks it): no pair of parts longer than this can merge.
@@ -64,7 +81,7 @@ func (c *bpe) each(ctx context.Context, input string, yield func(id uint32, n in
 		}
 		if cache == nil {
 			if cache, _ = c.caches.Get().(*rankCache); cache == nil {
-				cache = new(rankCache)
+				cache = &rankCache{tables: c.merging()}
 			}
 		}
 		id, h := c.pieceRank(piece, cache)

@@ -70,7 +70,7 @@ func (c *bpe) rank(piece string, from, to int, cache *rankCache) uint32 {
 	n := to - from
 	switch {
 	case n == 2:
-		return c.pairs()[uint16(piece[from])<<8|uint16(piece[from+1])]
+		return cache.tables.pairs[uint16(piece[from])<<8|uint16(piece[from+1])]
 	case n <= 8:
 		return c.cachedWord(piece, from, n, cache)
 	case n > longestToken:
@@ -94,13 +94,13 @@ func (c *bpe) pieceRank(piece string, cache *rankCache) (rank, hash uint32) {
 // cached is the rank of s, whose hash is h, through the cache.
 func (c *bpe) cached(s string, h uint32, cache *rankCache) uint32 {
 	if len(s) > len(rankCacheEntry{}.key) {
-		return c.lookup(s, h)
+		return c.lookup(s, h, cache)
 	}
 	e := &cache.ranks[h%uint32(len(cache.ranks))]
 	if int(e.n) == len(s) && string(e.key[:len(s)]) == s {
 		return e.rank
 	}
-	e.n, e.rank = uint8(copy(e.key[:], s)), c.lookup(s, h)
+	e.n, e.rank = uint8(copy(e.key[:], s)), c.lookup(s, h, cache)
 	return e.rank
 }
 
@@ -131,11 +131,16 @@ func (c *bpe) cachedWord(piece string, from, n int, cache *rankCache) uint32 {
 		return e.rank
 	}
 	s := piece[from : from+n]
-	e.key, e.n, e.rank = key, uint32(n), c.lookup(s, vocabtable.Hash(s))
+	e.key, e.n, e.rank = key, uint32(n), c.lookup(s, vocabtable.Hash(s), cache)
 	return e.rank
 }
 
-func (c *bpe) lookup(s string, h uint32) uint32 {
+// lookup is the rank of s, whose hash is h, in the vocabulary, past the
+// filter of tokens longer than two bytes.
+func (c *bpe) lookup(s string, h uint32, cache *rankCache) uint32 {
+	if len(s) > 2 && !cache.tables.maybe.has(h) {
+		return noRank
+	}
 	if id, ok := c.vocab.LookupHashed(s, h); ok {
 		return id
 	}
@@ -151,6 +156,8 @@ func (c *bpe) lookup(s string, h uint32) uint32 {
 // text asked, so caches are reused between counts (a sync.Pool in bpe) as
 // they are.
 type rankCache struct {
+	// tables is the codec's merging tables, taken once for the cache's life.
+	tables *mergeTables
 	words  [1 << wordSlotBits]wordEntry
 	ranks  [4096]rankCacheEntry
 	pieces [1024]pieceEntry

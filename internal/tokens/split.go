@@ -29,8 +29,16 @@ func at(s string, i int) (class, int) {
 	if b := s[i]; b < utf8.RuneSelf {
 		return asciiClass[b], 1
 	}
-	r, n := utf8.DecodeRuneInString(s[i:])
-	return classOf(r), n
+	// s is valid UTF-8, so the lead byte gives the length and the rest
+	// needs no checking.
+	switch b := s[i]; {
+	case b < 0xE0:
+		return classOf(rune(b&0x1F)<<6 | rune(s[i+1]&0x3F)), 2
+	case b < 0xF0:
+		return classOf(rune(b&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F)), 3
+	default:
+		return classOf(rune(b&0x07)<<18 | rune(s[i+1]&0x3F)<<12 | rune(s[i+2]&0x3F)<<6 | rune(s[i+3]&0x3F)), 4
+	}
 }
 
 // contraction returns the length of (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[i:],

@@ -49,16 +49,25 @@ func newBPE(encoding string) (*bpe, error) {
 		}
 		c.byteID[b] = id
 	}
-	c.pairs = sync.OnceValue(func() *[1 << 16]uint32 {
-		pairs := new([1 << 16]uint32)
-		for p := range pairs {
-			id, ok := vocab.Lookup(string([]byte{byte(p >> 8), byte(p)}))
-			if !ok {
-				id = noRank
-			}
-			pairs[p] = id
-		}
-		return pairs
-	})
+	c.merging = sync.OnceValue(func() *mergeTables { return newMergeTables(vocab) })
 	return c, nil
+}
+
+// newMergeTables fills the tables merges read (mergeTables) from a
+// vocabulary: a lookup of each pair of bytes and a hash of each token.
+func newMergeTables(vocab vocabtable.Table) *mergeTables {
+	t := new(mergeTables)
+	for p := range t.pairs {
+		id, ok := vocab.Lookup(string([]byte{byte(p >> 8), byte(p)}))
+		if !ok {
+			id = noRank
+		}
+		t.pairs[p] = id
+	}
+	for id := range vocab.Len() {
+		if tok := vocab.Token(id); len(tok) > 2 {
+			t.maybe.add(vocabtable.Hash(tok))
+		}
+	}
+	return t
 }
