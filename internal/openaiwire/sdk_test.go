@@ -210,7 +210,14 @@ func TestGoSDKStream(t *testing.T) {
 		assert.Greater(t, chunks, 10)
 		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20.", acc.Choices[0].Message.Content)
 		assert.Positive(t, acc.Usage.CompletionTokens, "the usage chunk, asked for")
-		assert.Equal(t, []int{200}, s.upstreamStatuses())
+
+		// Not asked for, no chunk carries the usage (timebox asks Azure for it always).
+		stream = c.Chat.Completions.NewStreaming(context.Background(), ask("Count to 5."))
+		for stream.Next() {
+			assert.Zero(t, stream.Current().Usage.TotalTokens)
+		}
+		require.NoError(t, stream.Err())
+		assert.Equal(t, []int{200, 200}, s.upstreamStatuses())
 	})
 }
 
@@ -383,5 +390,77 @@ func TestGoSDKTimeoutShortensTheBudget(t *testing.T) {
 			t.Fatalf("want timebox's 500 before the SDK's own timeout, got %v", err)
 		}
 		assert.Less(t, time.Since(start), 10*time.Second)
+	})
+}
+
+// A model this app does not serve is refused at once: 404 model_not_found,
+// not retried, nothing sent upstream.
+func TestGoSDKModelNotFound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		p := ask("hi")
+		p.Model = "gpt-9"
+		_, err := c.Chat.Completions.New(context.Background(), p)
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, http.StatusNotFound, e.StatusCode)
+		assert.Equal(t, "model_not_found", e.Code)
+		assert.Equal(t, "model", e.Param)
+		assert.Equal(t, "false", e.Response.Header.Get("x-should-retry"))
+		assert.Len(t, s.logs.lines(t), 1, "not retried")
+		assert.Empty(t, s.upstream())
+	})
+}
+
+// A conversation too long for the model is 413 prompt_too_large before any
+// upstream call: nothing of the caller's is trimmed.
+func TestGoSDKPromptTooLarge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, map[string]string{"CONTEXT_WINDOW": "4096"})
+		c := s.openAI()
+		_, err := c.Chat.Completions.New(context.Background(), ask(strings.Repeat("many words ", 4000)))
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, e.StatusCode)
+		assert.Equal(t, "prompt_too_large", e.Code)
+		assert.Empty(t, s.upstream())
+	})
+}
+
+// The SDKs' own request headers pass the preflight, as families
+// (x-stainless-*, openai-*); a header the API does not take does not; and
+// every answer, errors included, exposes what the SDKs read.
+func TestPreflightTakesTheSDKsHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "https://contoso.sharepoint.com"
+		s := newStack(t, false, map[string]string{"ALLOWED_ORIGINS": origin})
+		preflight := func(headers string) *http.Response {
+			r, err := http.NewRequest(http.MethodOptions, host+"/openai/v1/chat/completions", nil)
+			require.NoError(t, err)
+			r.Header.Set("Origin", origin)
+			r.Header.Set("Access-Control-Request-Method", "POST")
+			r.Header.Set("Access-Control-Request-Headers", headers)
+			resp, err := s.client.Do(r)
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp
+		}
+		sdk := "accept,authorization,content-type,openai-organization,x-stainless-arch,x-stainless-lang,x-stainless-os,x-stainless-package-version,x-stainless-retry-count,x-stainless-runtime,x-stainless-runtime-version,x-stainless-timeout,x-stainless-some-future-header"
+		resp := preflight(sdk)
+		assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+		assert.Equal(t, sdk, resp.Header.Get("Access-Control-Allow-Headers"))
+		resp = preflight("authorization,x-evil")
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), "a header outside the list and the families fails the preflight")
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Headers"))
+
+		c := s.openAI(option.WithHeader("Origin", origin))
+		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:hang]] hi"))
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		exposed := strings.ToLower(e.Response.Header.Get("Access-Control-Expose-Headers"))
+		for _, h := range []string{"x-should-retry", "retry-after", "retry-after-ms", "x-request-id"} {
+			assert.Contains(t, exposed, h)
+		}
 	})
 }
