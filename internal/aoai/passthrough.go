@@ -33,6 +33,8 @@ type Chunk struct {
 	// Text is the answer's text the chunk adds (what OnDelta is handed
 	// next); empty for most chunks of a tool call.
 	Text string
+	// ToolCalls is true for a chunk that carries a piece of a tool call.
+	ToolCalls bool
 	// Usage is true for the chunk that carries only the usage, the last
 	// before [DONE]: this package always asks for it.
 	Usage bool

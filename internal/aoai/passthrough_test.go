@@ -80,6 +80,7 @@ func TestOnChunkSeesEveryChunk(t *testing.T) {
 		for _, ch := range chunks[:len(chunks)-1] {
 			assert.False(t, ch.Usage)
 			calls += strings.Count(ch.Data, `"tool_calls"`)
+			assert.Equal(t, strings.Contains(ch.Data, `"tool_calls":[`), ch.ToolCalls, ch.Data)
 		}
 		assert.Positive(t, calls)
 	})

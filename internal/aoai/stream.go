@@ -97,6 +97,9 @@ type chatChunk struct {
 	Choices []struct {
 		Delta struct {
 			Content string `json:"content"`
+			// ToolCalls is only noted (Chunk.ToolCalls): the OpenAI
+			// dialect passes the chunk on as it came.
+			ToolCalls jsontext.Value `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -145,15 +148,17 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		d.usage = *c.Usage
 	}
 	var text string
+	calls := false
 	for _, ch := range c.Choices {
 		// One choice is asked for (n defaults to 1); index 0 is the answer.
 		text += ch.Delta.Content
+		calls = calls || len(ch.Delta.ToolCalls) > 0
 		if ch.FinishReason != "" {
 			d.finish = ch.FinishReason
 		}
 	}
 	if d.onChunk != nil {
-		d.onChunk(Chunk{Data: ev.Data, Text: text, Usage: c.Usage != nil && len(c.Choices) == 0})
+		d.onChunk(Chunk{Data: ev.Data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0})
 	}
 	return text, false, nil
 }

@@ -105,7 +105,13 @@ func (s *server) handleOpenAIChat(inPath bool) http.Handler {
 			return
 		}
 		var answer openaiwire.Assembler
-		call.req.OnChunk = func(c aoai.Chunk) { answer.Add(c.Data) }
+		call.req.OnChunk = func(c aoai.Chunk) {
+			if c.ToolCalls {
+				answer.Add(c.Data)
+			} else {
+				answer.AddText(c.Data, c.Text)
+			}
+		}
 		if _, err := s.complete(ctx, call); err != nil {
 			s.fail(w, r, rejected(err))
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	req.OnChunk = func(c aoai.Chunk) {
 		switch {
 		case c.Usage && !includeUsage:
-		case held != nil && c.Text == "" && !strings.Contains(c.Data, `"tool_calls"`) && !c.Usage:
+		case held != nil && c.Text == "" && !c.ToolCalls && !c.Usage:
 			held = append(held, c)
 		default:
 			for _, h := range held {
@@ -104,9 +105,30 @@ func (es *eventStream) data(v any) {
 // frame sends data as an event with no name (OpenAI's framing: no "event:"
 // line), and reports whether it went out.
 func (es *eventStream) frame(data string) bool {
-	m := &sse.Message{}
-	m.AppendData(data)
+	var m io.WriterTo = dataFrame(data)
+	if strings.ContainsAny(data, "\r\n") {
+		// Not one line (no JSON of Azure's or ours is): go-sse splits it.
+		msg := &sse.Message{}
+		msg.AppendData(data)
+		m = msg
+	}
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	return es.write(m)
+}
+
+// dataFrame is a one-line event's data, written as "data: <it>\n\n" with no
+// copy of it: most frames of a stream are Azure OpenAI's chunks as they came.
+type dataFrame string
+
+func (d dataFrame) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, s := range [...]string{"data: ", string(d), "\n\n"} {
+		m, err := io.WriteString(w, s)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

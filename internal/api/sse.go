@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -146,7 +147,7 @@ func event(typ sse.EventType, data []byte) *sse.Message {
 
 // write sends m and flushes it, starting the answer first if it has not
 // started, and restarts the silence clock. es.mu is held.
-func (es *eventStream) write(m *sse.Message) bool {
+func (es *eventStream) write(m io.WriterTo) bool {
 	if es.err != nil {
 		return false
 	}

@@ -98,12 +98,35 @@ type Assembler struct {
 	finish  string
 	filter  jsontext.Value
 	ch      chunk // reused from one chunk to the next
+	// last is the last chunk added by its text alone (AddText), decoded
+	// only for its content filter results when the answer is complete.
+	last string
+}
+
+// AddText adds a chunk whose only part of the answer is text, already
+// read from it (package aoai's Chunk.Text): most chunks of a text answer.
+// It is Add without decoding the chunk again: of a run of such chunks only
+// the last one's content filter results are kept, and it is decoded once,
+// by Completion. The first chunks of the stream (its id and model), and
+// one with no text (a refusal, the finish, the usage) go to Add; a chunk
+// that carries a tool call must be given to Add.
+func (a *Assembler) AddText(data, text string) {
+	if a.c.ID == "" || text == "" {
+		a.Add(data)
+		return
+	}
+	a.content = true
+	a.text.WriteString(text)
+	a.last = data
 }
 
 // Add reads one chunk (an event's data, "[DONE]" excluded). A chunk that
 // cannot be read is skipped: package aoai has read the same chunk and
 // fails the stream if it was broken.
 func (a *Assembler) Add(data string) {
+	if a.last != "" {
+		a.filterOf(a.last)
+	}
 	a.ch = chunk{Choices: a.ch.Choices[:0]}
 	if err := json.Unmarshal([]byte(data), &a.ch, lenient); err != nil {
 		return
@@ -143,6 +166,25 @@ func (a *Assembler) Add(data string) {
 	}
 }
 
+// filterOf keeps the content filter results of a chunk added by its text.
+func (a *Assembler) filterOf(data string) {
+	a.last = ""
+	var c struct {
+		Choices []struct {
+			Index                int            `json:"index"`
+			ContentFilterResults jsontext.Value `json:"content_filter_results"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal([]byte(data), &c, lenient) != nil {
+		return
+	}
+	for _, ch := range c.Choices {
+		if ch.Index == 0 && ch.ContentFilterResults.Kind() == '{' && len(ch.ContentFilterResults) > 2 {
+			a.filter = append(a.filter[:0], ch.ContentFilterResults...)
+		}
+	}
+}
+
 // addCall adds a piece of a tool call: a new call at a new index, more
 // arguments at a known one.
 func (a *Assembler) addCall(d toolCallDelta) {
@@ -166,6 +208,9 @@ func (a *Assembler) addCall(d toolCallDelta) {
 // Completion is the answer the chunks made, with model as its model when
 // the chunks named none.
 func (a *Assembler) Completion(model string) Completion {
+	if a.last != "" {
+		a.filterOf(a.last)
+	}
 	c := a.c
 	c.Object = "chat.completion"
 	if c.Model == "" {

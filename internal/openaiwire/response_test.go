@@ -37,6 +37,18 @@ func TestAssemblerText(t *testing.T) {
  "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`, string(b))
 }
 
+// Chunks added by their text make the same completion as chunks decoded
+// whole.
+func TestAssemblerAddText(t *testing.T) {
+	var whole, byText openaiwire.Assembler
+	texts := []string{"", "", "1, 2", "", ""}
+	for i, c := range textChunks {
+		whole.Add(c)
+		byText.AddText(c, texts[i])
+	}
+	assert.Equal(t, whole.Completion("m"), byText.Completion("m"))
+}
+
 func TestAssemblerToolCalls(t *testing.T) {
 	var a openaiwire.Assembler
 	for _, c := range []string{
