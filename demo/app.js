@@ -201,7 +201,14 @@ $('ask-form').addEventListener('submit', async (ev) => {
   const started = performance.now();
   runClock(started);
   timeline.start();
-  const options = { signal: controller.signal, onAttempt: (e) => timeline.ended(e) };
+  $('part').textContent = '';
+  $('part').dataset.hop = '1';
+  // A long answer's later hops: the answer grows on, and the page says so.
+  const onHop = (hop) => {
+    $('part').textContent = `still writing, part ${hop}`;
+    $('part').dataset.hop = String(hop);
+  };
+  const options = { signal: controller.signal, onAttempt: (e) => timeline.ended(e), onHop };
   try {
     const r = $('stream').checked
       ? await client.chatStream(request, {

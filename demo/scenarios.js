@@ -53,6 +53,16 @@ export function scenarios({ thresholdMs, budgetMs }) {
       expect: `the answer streams in, then stops after 200 tokens as a stuck model does; at the budget (${Math.round(budgetMs / 1000)} s) the server ends it: the text so far stays, marked partial, with the server's readable message under it; one request`,
     },
     {
+      id: 'hops',
+      label: 'Long answer across hops (background mode)',
+      // With a deployment in background mode (o3, gpt-5, ...), a generation
+      // three budgets long is delivered in hops: each request ends before
+      // the budget with a cursor, and the client goes on with it.
+      directive: () => `[[sim:long s=${Math.round((3 * budgetMs) / 1000)}]]`,
+      question: 'Count to 100, with a comma between each number, no newlines and a period at the end.',
+      expect: `with a deployment in background mode: the answer takes three budgets (${Math.round((3 * budgetMs) / 1000)} s) and grows across hops, "still writing, part 2", 3, ...; Cancel stops it at Azure OpenAI. With a chat deployment: one ordinary answer`,
+    },
+    {
       id: 'hang',
       label: 'Hang past the budget',
       directive: () => '[[sim:hang]]',

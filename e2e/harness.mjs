@@ -125,7 +125,7 @@ export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience:
  * With pages = n, n more free ports are picked and their origins allowed
  * (stack.pages: URLs for the caller's own page servers).
  */
-export async function startStack({ entra = false, pages = 0 } = {}) {
+export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini' } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
   const run = promisify(execFile);
   await Promise.all([
@@ -219,7 +219,7 @@ export async function startStack({ entra = false, pages = 0 } = {}) {
     // The latency model the streaming tests count on, stated rather than
     // inherited: a 1024-token answer (the handler's default limit) takes
     // over 10 s, past the 6 s budget; counting to 100 takes about 2.5 s.
-    stack.simulator = new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', 'gpt-4o-mini', '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv);
+    stack.simulator = new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', deployment, '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv);
     procs.push(stack.simulator);
     const issuer = `http://127.0.0.1:${simPort}`;
     const auth = entra
@@ -230,7 +230,7 @@ export async function startStack({ entra = false, pages = 0 } = {}) {
       ...baseEnv,
       FUNCTIONS_CUSTOMHANDLER_PORT: String(apiPort),
       AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${simPort}`,
-      AZURE_OPENAI_DEPLOYMENT: 'gpt-4o-mini',
+      AZURE_OPENAI_DEPLOYMENT: deployment,
       AZURE_OPENAI_API_KEY: key,
       REQUEST_BUDGET: BUDGET,
       FAST_FAILURE_THRESHOLD: THRESHOLD,
