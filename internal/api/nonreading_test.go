@@ -98,3 +98,21 @@ func TestDeadlineAnswerToACallerThatStopsReadingEndsByTheBound(t *testing.T) {
 		assert.Nil(t, lines[0]["completionTokensEstimated"])
 	})
 }
+
+// The OpenAI dialect's stream is under the same bound, and logged alike.
+func TestOpenAIStreamToACallerThatStopsReadingEndsByTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, map[string]string{"REQUEST_BUDGET": "20s", "FAST_FAILURE_THRESHOLD": "10s"}, aoaitest.Options{})
+		l, _ := memnet.Serve(t, h.handler)
+		sendAndNeverRead(t, l, "/openai/v1/chat/completions",
+			`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"[[sim:hang tokens=5]] hello"}],"stream":true}`)
+		<-time.After(time.Hour)
+		synctest.Wait()
+		lines := h.logLines()
+		require.Len(t, lines, 1, "the request ended")
+		assert.EqualValues(t, (20*time.Second + budget.AnswerGrace).Milliseconds(), lines[0]["elapsedMs"])
+		assert.EqualValues(t, 200, lines[0]["status"])
+		assert.Equal(t, true, lines[0]["writeTimedOut"])
+		assert.NotEqual(t, "client_gone", lines[0]["code"])
+	})
+}
