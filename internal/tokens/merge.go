@@ -80,12 +80,18 @@ func (c *bpe) rank(piece string, from, to int, cache *rankCache) uint32 {
 	return c.cached(s, vocabtable.Hash(s), cache)
 }
 
-// pieceRank returns the rank of piece as one token, or noRank: rank's
-// lookup, through the cache (words come back) but without the table of
-// pairs, which only merging builds.
+// pieceRank returns the rank of piece as one token, or noRank, and the
+// hash of a piece that is none (merge's cache of pieces is keyed by it):
+// rank's lookup, through the cache, as words come back.
 func (c *bpe) pieceRank(piece string, cache *rankCache) (rank, hash uint32) {
 	if len(piece) > longestToken {
 		return noRank, 0
+	}
+	if len(piece) <= 8 {
+		if r := c.rank(piece, 0, len(piece), cache); r != noRank {
+			return r, 0
+		}
+		return noRank, vocabtable.Hash(piece)
 	}
 	h := vocabtable.Hash(piece)
 	return c.cached(piece, h, cache), h
