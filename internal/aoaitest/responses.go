@@ -356,6 +356,11 @@ func (ex *exchange) streamEvents(g *generation, after int, v verdict) {
 	ex.rec.Status = http.StatusOK
 	ex.w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(ex.w)
+	// The headers go at once, as Azure's do, though no event may be ready.
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		ex.rec.Cancelled = true
+		return
+	}
 	ctx := ex.r.Context()
 	next := after + 1
 	for {

@@ -129,6 +129,11 @@ func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owne
 	if errors.Is(err, aoai.ErrResumeRefused) {
 		return h.poll(ctx, hopCtx, c, whole, onDelta, r.CreatedAt)
 	}
+	if hop == nil && hopCtx.Err() != nil && ctx.Err() == nil {
+		// The hop's time ran out before the resume answered: nothing was
+		// relayed, and the next hop goes on from the same place.
+		hop = &aoai.Hop{ResponseID: r.ID, Last: c.After}
+	}
 	if hop == nil {
 		return nil, err
 	}
