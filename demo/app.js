@@ -1,6 +1,6 @@
 // The demo web part: the question box, the scenario picker and the timeline,
 // on top of the built client (served from /client/ by demo/serve.mjs).
-import { TimeboxClient, TimeboxError, bearerTransport } from '/client/index.js';
+import { TimeboxClient, TimeboxError, bearerTransport, usageLine } from '/client/index.js';
 import { scenarios } from './scenarios.js';
 
 const config = window.TIMEBOX_CONFIG ?? { api: 'http://127.0.0.1:7071', thresholdMs: 30_000, budgetMs: 200_000 };
@@ -42,6 +42,21 @@ const client = new TimeboxClient({
   policy: { fastFailureMs: config.thresholdMs },
   ...(config.tokenUrl ? { transport: bearerTransport(localToken) } : {}),
 });
+
+// The caller's quota, under the form: read when the page opens and after every answer, refused or not. Without
+// quotas (or when the usage cannot be read) the line is hidden: it is information, not part of the answer.
+async function showUsage() {
+  let line;
+  try {
+    line = usageLine(await client.usage({ attemptTimeoutMs: 10_000 }));
+  } catch {
+    line = undefined;
+  }
+  $('usage').textContent = line ?? '';
+  $('usage').hidden = !line;
+  $('usage').dataset.loaded = String(Date.now());
+}
+showUsage();
 
 const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(n >= 10_000 ? 1 : 2)} s` : `${Math.round(n)} ms`);
 const CANCELLED = 'cancelled by the user';
@@ -256,5 +271,6 @@ $('ask-form').addEventListener('submit', async (ev) => {
     clearInterval(callTicker);
     fillServerTime();
     $('total').textContent = `Total ${ms(performance.now() - started)}.`;
+    await showUsage();
   }
 });

@@ -124,15 +124,17 @@ export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience:
  * allowed, and only the first page (demo) gets a token for its calls.
  * With pages = n, n more free ports are picked and their origins allowed
  * (stack.pages: URLs for the caller's own page servers).
+ * With quota ({ userDaily }), Azurite's Table service (tools/azurite) holds
+ * the handler's quotas, with that limit per user and day.
  */
-export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini' } = {}) {
+export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini', quota = undefined } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
   const run = promisify(execFile);
   await Promise.all([
     run('go', ['build', '-o', join(bin, 'handler'), './cmd/handler'], { cwd: repo }),
     run('go', ['build', '-o', join(bin, 'aoaisim'), './cmd/aoaisim'], { cwd: repo }),
   ]);
-  const [simPort, apiPort, demoPort, otherPort, ...pagePorts] = await freePorts(4 + pages);
+  const [simPort, apiPort, demoPort, otherPort, tablePort, ...pagePorts] = await freePorts(5 + pages);
   const key = 'e2e-key';
   const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' };
   const procs = [];
@@ -226,6 +228,13 @@ export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4
       ? { AUTH_MODE: 'entra', AUTH_AUDIENCE: ENTRA.audience, AUTH_TENANTS: ENTRA.tenant, AUTH_REQUIRED_SCOPE: ENTRA.scope, AZURE_AUTHORITY_HOST: issuer }
       : {};
     await waitFor(`http://127.0.0.1:${simPort}/`, 'the simulator');
+    let quotas = {};
+    if (quota) {
+      const azurite = new Proc('azurite', 'bash', ['scripts/azurite.sh', 'table', String(tablePort)], baseEnv);
+      procs.push(azurite);
+      await azurite.waitForLine((l) => l.includes('successfully started'), { timeoutMs: 60_000 });
+      quotas = { QUOTA_TABLE_ENDPOINT: `http://127.0.0.1:${tablePort}/devstoreaccount1`, QUOTA_USER_DAILY_TOKENS: String(quota.userDaily) };
+    }
     stack.handler = new Proc('handler', join(bin, 'handler'), [], {
       ...baseEnv,
       FUNCTIONS_CUSTOMHANDLER_PORT: String(apiPort),
@@ -236,6 +245,7 @@ export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4
       FAST_FAILURE_THRESHOLD: THRESHOLD,
       ALLOWED_ORIGINS: [stack.demo, ...(entra ? [stack.otherDemo] : []), ...stack.pages].join(','),
       ...auth,
+      ...quotas,
     });
     procs.push(stack.handler);
     await waitFor(`${stack.api}/api/health`, 'the handler');

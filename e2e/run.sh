@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The browser tests, from a fresh clone: installs Debian's chromium when it is
 # missing, installs the client's and the runner's npm packages from their
-# lock files, builds the client, then runs node --test (which builds and
-# starts the simulator, the handler and the demo servers itself).
+# lock files, builds the client, installs Azurite (tools/azurite), then runs
+# node --test (which builds and starts the simulator, the handler, Azurite
+# and the demo servers itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,4 +15,5 @@ fi
 
 (cd client && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+bash scripts/azurite.sh install # the quota tests' table store
 cd e2e && node --test --test-concurrency=1 tests/

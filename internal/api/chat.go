@@ -86,6 +86,7 @@ func (s *server) handleChat() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		s.settleAnswered(ctx)
 		stampTiming(w, r)
 		writeJSON(w, http.StatusOK, chatResponse(ctx, *resp, call.fit))
 	})

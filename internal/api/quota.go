@@ -81,15 +81,17 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	return err
 }
 
-// settleQuota settles the request's reservation once its answer has gone:
-// the answer is handed to the connection first, so the caller does not wait
-// for the store. The settlement charges the tokens the log line reports as
-// billed (prompt, completion, abandoned), whatever the outcome.
+// settleQuota settles the request's reservation once the handler is done,
+// unless an answer settled it before it was written (settleAnswered): a
+// failure, a caller gone, a stream cut short. Its answer is handed to the
+// connection first, so the caller does not wait for the store. The
+// settlement charges the tokens the log line reports as billed (prompt,
+// completion, abandoned), whatever the outcome.
 func (s *server) settleQuota(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
 		rec := recordFrom(r.Context())
-		if rec.reservation == nil {
+		if rec.reservation == nil || rec.quota != quotaReserved {
 			return
 		}
 		sendWhole(w)
@@ -97,17 +99,31 @@ func (s *server) settleQuota(next http.Handler) http.Handler {
 		if rec.code == codeClientGone {
 			status = statusClientGone
 		}
-		start := time.Now()
-		err := s.Quota.Settle(r.Context(), rec.reservation, quota.Billed{
-			Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
-		})
-		rec.since("quotaSettle", start)
-		if err != nil {
-			rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
-			return
-		}
-		rec.quota = quotaSettled
+		s.settle(r.Context(), rec, status)
 	})
+}
+
+// settleAnswered settles a whole answer just before it is written: a page
+// that reads GET /api/usage when the answer arrives then finds it counted
+// (the store's read-your-writes), for the time of one settlement.
+func (s *server) settleAnswered(ctx context.Context) {
+	if rec := recordFrom(ctx); rec.reservation != nil && rec.quota == quotaReserved {
+		s.settle(ctx, rec, http.StatusOK)
+	}
+}
+
+// settle charges rec's reservation what the request was billed.
+func (s *server) settle(ctx context.Context, rec *record, status int) {
+	start := time.Now()
+	err := s.Quota.Settle(ctx, rec.reservation, quota.Billed{
+		Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
+	})
+	rec.since("quotaSettle", start)
+	if err != nil {
+		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
+		return
+	}
+	rec.quota = quotaSettled
 }
 
 // UsageResponse is the 200 answer of GET /api/usage: the caller's windows,

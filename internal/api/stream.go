@@ -65,6 +65,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 		countTokens(rec)
 		es.last(eventError, streamError(ctx, a, es.sentDelta()))
 	default:
+		s.settleAnswered(ctx)
 		es.last(eventDone, chatResponse(ctx, *resp, call.fit))
 	}
 	if failed := es.failure(); failed != nil || callerGone {
