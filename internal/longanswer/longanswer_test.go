@@ -283,3 +283,34 @@ func TestFast503OnContinueIsRetriedWithTheSameCursor(t *testing.T) {
 		assert.False(t, errors.Is(err, cursor.ErrNotFound))
 	})
 }
+
+// A resume that has not answered when the hop's time runs out ends the hop
+// with the same place to go on from: nothing was relayed, nothing is lost.
+func TestResumeThatDoesNotAnswerInTimeContinues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, sim := setup(t, 30*time.Minute)
+		var seen strings.Builder
+		onDelta := func(s string) { seen.WriteString(s) }
+		first, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
+			return h.Start(ctx, question(long+" [[sim:hang on=resume times=1 id=h1]]", onDelta), alice)
+		})
+		require.NoError(t, err)
+		res, err := hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Continue(ctx, *first.Next, alice, false, "", onDelta) })
+		require.NoError(t, err)
+		require.NotNil(t, res.Next)
+		assert.Equal(t, first.Next.After, res.Next.After, "the same place")
+		assert.Equal(t, first.Next.Offset, res.Next.Offset)
+		assert.Equal(t, 3, res.Next.Hop)
+		c := *res.Next
+		for {
+			res, err = hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Continue(ctx, c, alice, false, "", onDelta) })
+			require.NoError(t, err)
+			if res.Next == nil {
+				break
+			}
+			c = *res.Next
+		}
+		info, _ := sim.Generation(first.ResponseID)
+		assert.Equal(t, info.Text, seen.String())
+	})
+}
