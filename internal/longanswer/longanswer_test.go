@@ -295,7 +295,9 @@ func TestResumeThatDoesNotAnswerInTimeContinues(t *testing.T) {
 			return h.Start(ctx, question(long+" [[sim:hang on=resume times=1 id=h1]]", onDelta), alice)
 		})
 		require.NoError(t, err)
-		res, err := hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Continue(ctx, *first.Next, alice, false, "", onDelta) })
+		res, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
+			return h.Continue(ctx, *first.Next, alice, false, "", onDelta)
+		})
 		require.NoError(t, err)
 		require.NotNil(t, res.Next)
 		assert.Equal(t, first.Next.After, res.Next.After, "the same place")
@@ -303,7 +305,9 @@ func TestResumeThatDoesNotAnswerInTimeContinues(t *testing.T) {
 		assert.Equal(t, 3, res.Next.Hop)
 		c := *res.Next
 		for {
-			res, err = hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Continue(ctx, c, alice, false, "", onDelta) })
+			res, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
+				return h.Continue(ctx, c, alice, false, "", onDelta)
+			})
 			require.NoError(t, err)
 			if res.Next == nil {
 				break
