@@ -242,6 +242,8 @@ module api 'app/api.bicep' = {
     perInstanceConcurrency: perInstanceConcurrency
     openAiEndpoint: openAiAccess.outputs.endpoint
     openAiDeploymentName: openAiDeploymentName
+    // The model of a deployment this template creates is known; an existing one's is its name's to say.
+    openAiModel: useExistingOpenAi ? '' : openAiModelName
     openAiApiVersion: openAiApiVersion
     allowedOrigins: allowedOrigins
     requestBudget: requestBudget

@@ -15,6 +15,8 @@ param perInstanceConcurrency int
 
 param openAiEndpoint string
 param openAiDeploymentName string
+@description('AZURE_OPENAI_MODEL: the model the deployment runs; empty: the deployment\'s name says it.')
+param openAiModel string
 param openAiApiVersion string
 param allowedOrigins string
 param requestBudget string
@@ -74,6 +76,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
 var handlerSettings = {
   AZURE_OPENAI_ENDPOINT: openAiEndpoint
   AZURE_OPENAI_DEPLOYMENT: openAiDeploymentName
+  AZURE_OPENAI_MODEL: openAiModel
   AZURE_OPENAI_API_VERSION: openAiApiVersion
   AZURE_CLIENT_ID: identityClientId
   ALLOWED_ORIGINS: allowedOrigins

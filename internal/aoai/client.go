@@ -42,6 +42,9 @@ type Options struct {
 	Endpoint *url.URL
 	// Deployment is the model deployment name.
 	Deployment string
+	// Model is the model the deployment runs, for its token-limit field;
+	// empty: the deployment's name names it.
+	Model string
 	// APIVersion selects the deployments path with this api-version; empty
 	// selects the v1 path (/openai/v1/chat/completions, deployment in model).
 	APIVersion string
@@ -175,7 +178,7 @@ func New(o Options) (*Client, error) {
 		path:       parsed.Path,
 		deployment: o.Deployment,
 		v1:         o.APIVersion == "",
-		tokenField: modelfacts.Lookup(o.Deployment).TokenField,
+		tokenField: modelfacts.Lookup(cmp.Or(o.Model, o.Deployment)).TokenField,
 		rule:       retry.Upstream{MaxAttempts: o.MaxAttempts, FastFailure: o.FastFailure},
 	}, nil
 }

@@ -71,8 +71,11 @@ type Options struct {
 	// cannot be reached; false answers 503 quota_unavailable.
 	QuotaFailOpen bool
 	// Deployment is the model deployment called: the quota's ledger names
-	// it, and it is the one model name the OpenAI surface's requests may give.
+	// it, and the OpenAI surface's requests may give it as their model.
 	Deployment string
+	// Model is the model the deployment runs, the other name the OpenAI
+	// surface's requests may give; empty: none but the deployment's.
+	Model string
 
 	// LongAnswers, when set, answers every chat as a long answer: in the
 	// Responses API's background mode, across hops (LONG_ANSWERS where the

@@ -129,8 +129,11 @@ func (s *server) handleOpenAIModels() http.Handler {
 	})
 }
 
-// serves reports whether model names the deployment this app serves.
-func (s *server) serves(model string) bool { return model == s.Deployment }
+// serves reports whether model names the deployment this app serves, by
+// its own name or by the model it runs.
+func (s *server) serves(model string) bool {
+	return model == s.Deployment || (s.Model != "" && model == s.Model)
+}
 
 // modelNotFound is OpenAI's 404 for a model it does not serve, naming the
 // field that named it ("" for the path).

@@ -176,6 +176,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		Quota:         quotas,
 		QuotaFailOpen: cfg.Quota.FailOpen,
 		Deployment:    cfg.Deployment,
+		Model:         cfg.Model,
 		Logger:        logger,
 		Chat:          chat,
 		Tokens:        counter,
@@ -195,6 +196,7 @@ func upstream(cfg config.Config, seams Seams) (*aoai.Client, error) {
 	opts := aoai.Options{
 		Endpoint:    cfg.Endpoint,
 		Deployment:  cfg.Deployment,
+		Model:       cfg.Model,
 		APIVersion:  cfg.APIVersion,
 		APIKey:      cfg.APIKey,
 		Credential:  seams.Credential,

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -36,6 +37,11 @@ type Config struct {
 	Endpoint *url.URL
 	// Deployment is the model deployment name (AZURE_OPENAI_DEPLOYMENT). Required.
 	Deployment string
+	// Model is the model the deployment runs (AZURE_OPENAI_MODEL, e.g.
+	// gpt-4o-mini); unset, the deployment's name, which then names its
+	// model. It picks the model's facts, and the OpenAI surface takes it as
+	// a request's model as well as the deployment's name.
+	Model string
 	// APIVersion selects the deployments path with this api-version when set
 	// (AZURE_OPENAI_API_VERSION); empty means the v1 path.
 	APIVersion string
@@ -142,7 +148,7 @@ const maxLongAnswerLimit = 24 * time.Hour
 // mode, across hops: LONG_ANSWERS is background and the deployment's model
 // supports it. Every other deployment keeps Chat Completions.
 func (c Config) Background() bool {
-	return c.LongAnswers == LongAnswersBackground && modelfacts.Lookup(c.Deployment).Background
+	return c.LongAnswers == LongAnswersBackground && modelfacts.Lookup(c.Model).Background
 }
 
 // Load reads and validates the configuration from getenv. It returns every
@@ -185,6 +191,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Port:                integer("FUNCTIONS_CUSTOMHANDLER_PORT", 8080, 0, 65535),
 		Deployment:          get("AZURE_OPENAI_DEPLOYMENT"),
+		Model:               get("AZURE_OPENAI_MODEL"),
 		APIVersion:          get("AZURE_OPENAI_API_VERSION"),
 		APIKey:              get("AZURE_OPENAI_API_KEY"),
 		ClientID:            get("AZURE_CLIENT_ID"),
@@ -217,6 +224,7 @@ func Load(getenv func(string) string) (Config, error) {
 			c.Endpoint, c.Warnings = resourceRoot(u, bad, c.Warnings)
 		}
 	}
+	c.Model = cmp.Or(c.Model, c.Deployment)
 	if c.Deployment == "" {
 		bad("AZURE_OPENAI_DEPLOYMENT", "required (the model deployment name)")
 	} else if strings.ContainsAny(c.Deployment, "/?#%") {
@@ -232,9 +240,9 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("CLIENT_TIMEOUT_MARGIN", "%s must be below REQUEST_BUDGET (%s)", c.ClientTimeoutMargin, c.Budget)
 	}
 
-	// The deployment is named after its model, or CONTEXT_WINDOW and
-	// TOKENIZER say what the name does not.
-	facts := modelfacts.Lookup(c.Deployment)
+	// The model (or the deployment named after it) gives the facts, or
+	// CONTEXT_WINDOW and TOKENIZER say what the name does not.
+	facts := modelfacts.Lookup(c.Model)
 	c.Encoding = facts.Encoding
 	if v := get("TOKENIZER"); v != "" {
 		if v != "o200k_base" && v != "cl100k_base" {

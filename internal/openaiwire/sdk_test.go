@@ -413,6 +413,29 @@ func TestGoSDKModelNotFound(t *testing.T) {
 	})
 }
 
+// A request may name the model the deployment runs (AZURE_OPENAI_MODEL)
+// instead of the deployment: code written for OpenAI keeps its model. The
+// deployment is what Azure is asked for (the simulator serves only it).
+func TestGoSDKModelTheDeploymentRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, map[string]string{"AZURE_OPENAI_MODEL": "gpt-4o-mini-2024-07-18"})
+		c := s.openAI()
+		p := ask("Count to 5.")
+		p.Model = "gpt-4o-mini-2024-07-18"
+		res, err := c.Chat.Completions.New(context.Background(), p)
+		require.NoError(t, err)
+		assert.Equal(t, "1, 2, 3, 4, 5.", res.Choices[0].Message.Content)
+		assert.Equal(t, []int{200}, s.upstreamStatuses())
+
+		p.Model = "gpt-4o"
+		_, err = c.Chat.Completions.New(context.Background(), p)
+		var e *openai.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, "model_not_found", e.Code, "another model of the family is not the one it runs")
+		assert.Len(t, s.upstream(), 1)
+	})
+}
+
 // A conversation too long for the model is 413 prompt_too_large before any
 // upstream call: nothing of the caller's is trimmed.
 func TestGoSDKPromptTooLarge(t *testing.T) {
