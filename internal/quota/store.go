@@ -2,19 +2,12 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"golang.org/x/sync/errgroup"
 )
@@ -361,151 +354,4 @@ func (s *Store) readOnce(ctx context.Context, partition string, counters []*coun
 		})
 	}
 	return g.Wait()
-}
-
-// get reads one row; found is false for a row not there.
-func (s *Store) get(ctx context.Context, partition, row string) (e aztables.EDMEntity, etag azcore.ETag, found bool, err error) {
-	resp, err := s.table.GetEntity(ctx, partition, row, nil)
-	if isCode(err, aztables.ResourceNotFound) || isCode(err, aztables.EntityNotFound) {
-		return e, "", false, nil
-	}
-	if err != nil {
-		return e, "", false, fmt.Errorf("read %s: %w", row, err)
-	}
-	if err := json.Unmarshal(resp.Value, &e); err != nil {
-		return e, "", false, fmt.Errorf("read %s: %w", row, err)
-	}
-	return e, resp.ETag, true, nil
-}
-
-func (s *Store) createTable(ctx context.Context) error {
-	_, err := s.service.CreateTable(ctx, s.name, nil)
-	if err != nil && !isCode(err, aztables.TableAlreadyExists) {
-		return fmt.Errorf("create table %s: %w", s.name, err)
-	}
-	return nil
-}
-
-// conflict is a batch refused because one of its rows changed since it was
-// read (412) or was inserted by another writer (409): read again, try again.
-type conflict struct {
-	status int
-	index  int // the refused action
-}
-
-func (c *conflict) Error() string {
-	return fmt.Sprintf("batch refused: action %d answered %d", c.index, c.status)
-}
-
-// submit sends actions as one batch. A batch the store refused as a whole
-// for one of its actions is a *conflict when that action's answer was 409
-// or 412.
-func (s *Store) submit(ctx context.Context, actions []aztables.TransactionAction) error {
-	_, err := s.table.SubmitTransaction(ctx, actions, nil)
-	var re *azcore.ResponseError
-	if errors.As(err, &re) && re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
-		if status, index, ok := refusedAction(re.RawResponse); ok && (status == http.StatusConflict || status == http.StatusPreconditionFailed) {
-			return &conflict{status: status, index: index}
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("batch: %w", err)
-	}
-	return nil
-}
-
-// refusedAction reads which action refused a batch, and how. The store
-// answers a refused batch 202 with one inner response, the failed action's:
-// its status line, and an error whose message starts with the action's
-// index ("0:The specified entity already exists.") (Learn: "Performing
-// entity group transactions", "Sample error response").
-func refusedAction(resp *http.Response) (status, index int, ok bool) {
-	body, err := runtime.Payload(resp)
-	if err != nil {
-		return 0, 0, false
-	}
-	text := string(body)
-	i := strings.Index(text, "\nHTTP/1.1 ")
-	if i < 0 || len(text) < i+13 {
-		return 0, 0, false
-	}
-	status, err = strconv.Atoi(text[i+10 : i+13])
-	if err != nil {
-		return 0, 0, false
-	}
-	j := strings.Index(text[i:], `"value":"`)
-	if j < 0 {
-		return status, 0, true
-	}
-	rest := text[i+j+len(`"value":"`):]
-	n := strings.IndexByte(rest, ':')
-	if n <= 0 {
-		return status, 0, true
-	}
-	index, err = strconv.Atoi(rest[:n])
-	if err != nil {
-		return status, 0, true
-	}
-	return status, index, true
-}
-
-// backoff waits before trying a refused batch again: a random wait, longer
-// with each attempt up to 64 ms, so that writers who collided do not
-// collide again in step.
-func backoff(ctx context.Context, attempt int) error {
-	ceiling := time.Millisecond << min(attempt, 6)
-	t := time.NewTimer(rand.N(ceiling) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
-
-func isCode(err error, code aztables.TableErrorCode) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.ErrorCode == string(code)
-}
-
-func integer(v any) int64 {
-	switch v := v.(type) {
-	case aztables.EDMInt64:
-		return int64(v)
-	case int32:
-		return int64(v)
-	case float64:
-		return int64(v)
-	}
-	return 0
-}
-
-func marshal(partition, row string, props map[string]any) []byte {
-	b, err := json.Marshal(aztables.EDMEntity{Entity: aztables.Entity{PartitionKey: partition, RowKey: row}, Properties: props})
-	if err != nil {
-		// Only the types above are marshalled: a failure is a bug.
-		panic(fmt.Sprintf("quota: marshal %s: %v", row, err))
-	}
-	return b
-}
-
-// counting carries the store's requests and counts them.
-type counting struct {
-	next policy.Transporter
-	n    *atomic.Int64
-}
-
-// newTransport keeps enough idle connections for the requests under way
-// on an instance (net/http keeps 2 per host by default, and each
-// reservation makes up to three requests at once).
-func newTransport() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: t}
-}
-
-func (c counting) Do(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.next.Do(r)
 }
