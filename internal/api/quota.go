@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
@@ -126,24 +127,11 @@ func (s *server) settle(ctx context.Context, rec *record, status int) {
 	rec.quota = quotaSettled
 }
 
-// UsageResponse is the 200 answer of GET /api/usage: the caller's windows,
-// each present only when its limit is set.
-type UsageResponse struct {
-	User struct {
-		Day *UsageWindow `json:"day,omitempty"`
-	} `json:"user"`
-	Tenant struct {
-		Month *UsageWindow `json:"month,omitempty"`
-	} `json:"tenant"`
-}
+// UsageResponse is the 200 answer of GET /api/usage (apiwire.Usage).
+type UsageResponse = apiwire.Usage
 
-// UsageWindow is one window of a quota, in tokens.
-type UsageWindow struct {
-	Used     int64     `json:"used"`
-	Reserved int64     `json:"reserved"`
-	Limit    int64     `json:"limit"`
-	ResetsAt time.Time `json:"resetsAt"`
-}
+// UsageWindow is one window of a quota, in tokens (apiwire.UsageWindow).
+type UsageWindow = apiwire.UsageWindow
 
 // handleUsage is GET /api/usage: the calling user's day and the tenant's
 // month as the store has them now (no windows without quotas).

@@ -1,8 +1,11 @@
-// Package apiwire holds the error body of timebox's HTTP API (docs/api.md),
-// spelled once for both ends: the server (package api) writes it, the Go
-// client (package client) and the tests read it. It has no dependencies, so
-// the CLI that imports it does not carry the server.
+// Package apiwire holds the error body of timebox's HTTP API (docs/api.md)
+// and the usage body of GET /api/usage, spelled once for both ends: the
+// server (package api) writes them, the Go client (package client) and the
+// tests read them. It depends on the standard library only, so the CLI that
+// imports it does not carry the server.
 package apiwire
+
+import "time"
 
 // ErrorBody is the body of every error answer:
 // {"error": {"code", "message", "requestId"}, "partial"?}.
@@ -112,4 +115,23 @@ type InProgress struct {
 	Status  string        `json:"status"`
 	Cursor  string        `json:"cursor"`
 	Partial PartialAnswer `json:"partial"`
+}
+
+// Usage is the 200 body of GET /api/usage: the caller's quota windows; a
+// window is nil when its limit is not set.
+type Usage struct {
+	User struct {
+		Day *UsageWindow `json:"day,omitempty"`
+	} `json:"user"`
+	Tenant struct {
+		Month *UsageWindow `json:"month,omitempty"`
+	} `json:"tenant"`
+}
+
+// UsageWindow is one window of a quota, in tokens.
+type UsageWindow struct {
+	Used     int64     `json:"used"`
+	Reserved int64     `json:"reserved"`
+	Limit    int64     `json:"limit"`
+	ResetsAt time.Time `json:"resetsAt"`
 }

@@ -1,6 +1,6 @@
 package client
 
-import "time"
+import "github.com/timebox-dev/timebox/internal/apiwire"
 
 // This file holds the JSON bodies of timebox's routes that the client reads.
 
@@ -18,24 +18,11 @@ type ChatResponse struct {
 	UpstreamAttempts int     `json:"upstreamAttempts"`
 }
 
-// Usage is the 200 body of GET /api/usage: the caller's quota windows; a
-// window is nil when its limit is not set.
-type Usage struct {
-	User struct {
-		Day *UsageWindow `json:"day,omitempty"`
-	} `json:"user"`
-	Tenant struct {
-		Month *UsageWindow `json:"month,omitempty"`
-	} `json:"tenant"`
-}
+// Usage is the 200 body of GET /api/usage (apiwire.Usage).
+type Usage = apiwire.Usage
 
-// UsageWindow is one window of a quota, in tokens.
-type UsageWindow struct {
-	Used     int64     `json:"used"`
-	Reserved int64     `json:"reserved"`
-	Limit    int64     `json:"limit"`
-	ResetsAt time.Time `json:"resetsAt"`
-}
+// UsageWindow is one window of a quota, in tokens (apiwire.UsageWindow).
+type UsageWindow = apiwire.UsageWindow
 
 // Health is the 200 body of GET /api/health.
 type Health struct {
