@@ -50,6 +50,11 @@ var ErrUnsupported = errors.New("unsupported document type")
 // document_unreadable.
 var ErrUnreadable = errors.New("document unreadable")
 
+// errTooBig marks a stream or part that expands past MaxExpandedBytes; it
+// is wrapped with ErrUnreadable, and ends the extraction at once rather than
+// spoiling one page.
+var errTooBig = errors.New("expands past the limit")
+
 // Error is the error Extract returns: the document's name and the cause,
 // which wraps ErrUnsupported, ErrUnreadable or the context's error
 // (context.DeadlineExceeded when the extraction ran out of time).
