@@ -145,9 +145,6 @@ func Extract(ctx context.Context, d Document, lim Limits) (Result, error) {
 	return x.extract(ctx, d)
 }
 
-// extractor holds one extraction's limits and, for tests only, a step hook
-// that runs at every checkpoint (so a test can make each unit of work take
-// virtual time).
 // Extractor is Extract with its Limits fixed: the extractor the handler
 // uses. The zero value extracts with the default limits.
 type Extractor struct{ Limits Limits }
@@ -157,6 +154,9 @@ func (e Extractor) Extract(ctx context.Context, d Document) (Result, error) {
 	return Extract(ctx, d, e.Limits)
 }
 
+// extractor holds one extraction's limits and, for tests only, a step hook
+// that runs at every checkpoint (so a test can make each unit of work take
+// virtual time).
 type extractor struct {
 	lim  Limits
 	step func(ctx context.Context)

@@ -50,6 +50,10 @@ func isPDFDelim(c byte) bool {
 	return false
 }
 
+// isRegular reports whether c is a regular character, one that may continue
+// a name, number or operator: neither white space nor a delimiter.
+func isRegular(c byte) bool { return !isPDFSpace(c) && !isPDFDelim(c) }
+
 func (g *contentGuard) write(p []byte) error {
 	for len(p) > 0 {
 		// Inside a string or a comment, skip at once to the next byte that
@@ -124,7 +128,7 @@ func (g *contentGuard) byte(c byte) error {
 		g.state = lexHex
 		return g.byte(c)
 	case lexRegular:
-		if !isPDFSpace(c) && !isPDFDelim(c) {
+		if isRegular(c) {
 			return g.grow()
 		}
 		if err := g.end(g.operand); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // checkXref refuses cross-reference numbers that no file of this size can
@@ -127,12 +126,6 @@ func nextLine(data []byte) (line, rest []byte) {
 		rest = rest[1:]
 	}
 	return line, rest
-}
-
-// isRegular reports whether c may continue a PDF name (ISO 32000-1, 7.2.2:
-// not white space, not a delimiter).
-func isRegular(c byte) bool {
-	return !strings.ContainsRune(" \t\r\n\f\x00()<>[]{}/%", rune(c))
 }
 
 // leadingNumbers parses the unsigned integers that follow a key: one
