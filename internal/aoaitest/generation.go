@@ -152,7 +152,7 @@ func (g *generation) start(ctx context.Context) responseObject {
 		g.status = statusInProgress
 	}
 	created := g.object()
-	g.emit(responseEvent{Type: "response.created", Response: created})
+	g.emit(&responseEvent{Type: "response.created", Response: created})
 	if g.template.Background {
 		g.emitResponse("response.queued")
 		g.setStatus(statusInProgress)
@@ -172,8 +172,8 @@ func (g *generation) run(ctx context.Context) {
 		return
 	}
 	item := outputItem{ID: g.msgID, Type: "message", Status: statusInProgress, Content: []outputText{}, Role: "assistant"}
-	g.emit(itemEvent{Type: "response.output_item.added", Item: item})
-	g.emit(partEvent{Type: "response.content_part.added", ItemID: g.msgID, Part: newOutputText("")})
+	g.emit(&itemEvent{Type: "response.output_item.added", Item: item})
+	g.emit(&partEvent{Type: "response.content_part.added", ItemID: g.msgID, Part: newOutputText("")})
 	for _, p := range g.ans.pieces {
 		if g.fault.Kind != "" && g.tokens+p.tokens > g.fault.Tokens {
 			g.strike()
@@ -186,7 +186,7 @@ func (g *generation) run(ctx context.Context) {
 		g.text.WriteString(p.text)
 		g.tokens += p.tokens
 		g.mu.Unlock()
-		g.emit(deltaEvent{Type: "response.output_text.delta", ItemID: g.msgID, Delta: p.text, Logprobs: []any{}, Obfuscation: obfuscation(p.text)})
+		g.emit(&deltaEvent{Type: "response.output_text.delta", ItemID: g.msgID, Delta: p.text, Logprobs: []any{}, Obfuscation: obfuscation(p.text)})
 	}
 	if g.ans.finish == "length" {
 		g.end(statusIncomplete, nil, "max_output_tokens")
@@ -224,7 +224,7 @@ func (g *generation) pause(ctx context.Context, d time.Duration) bool {
 		}
 		d -= step
 		if d > 0 {
-			g.emit(keepaliveEvent{Type: "keepalive"})
+			g.emit(&keepaliveEvent{Type: "keepalive"})
 		}
 	}
 	return true
@@ -253,9 +253,9 @@ func (g *generation) strike() {
 			var e nestedErrorEvent
 			e.Type = "error"
 			e.Error.Type, e.Error.Message = "server_error", msgErrorEvent
-			g.emit(e)
+			g.emit(&e)
 		} else {
-			g.emit(flatErrorEvent{Type: "error", Code: "server_error", Message: msgErrorEvent})
+			g.emit(&flatErrorEvent{Type: "error", Code: "server_error", Message: msgErrorEvent})
 		}
 		g.end(statusFailed, &responseError{Code: "server_error", Message: msgErrorEvent}, "")
 	case KindFailed:
@@ -275,9 +275,9 @@ func (g *generation) end(status string, err *responseError, reason string) {
 		if status == statusIncomplete {
 			itemStatus = statusIncomplete
 		}
-		g.emit(textDoneEvent{Type: "response.output_text.done", ItemID: g.msgID, Text: text, Logprobs: []any{}})
-		g.emit(partEvent{Type: "response.content_part.done", ItemID: g.msgID, Part: newOutputText(text)})
-		g.emit(itemEvent{Type: "response.output_item.done", Item: g.item(itemStatus)})
+		g.emit(&textDoneEvent{Type: "response.output_text.done", ItemID: g.msgID, Text: text, Logprobs: []any{}})
+		g.emit(&partEvent{Type: "response.content_part.done", ItemID: g.msgID, Part: newOutputText(text)})
+		g.emit(&itemEvent{Type: "response.output_item.done", Item: g.item(itemStatus)})
 	}
 	// Billed before the end is told: a client that has the usage finds
 	// it in Stats.
@@ -289,7 +289,7 @@ func (g *generation) end(status string, err *responseError, reason string) {
 	g.mu.Lock()
 	g.status, g.err, g.reason = status, err, reason
 	g.finished = time.Now().Unix()
-	g.emitLocked(responseEvent{Type: "response." + status, Response: g.objectLocked()})
+	g.emitLocked(&responseEvent{Type: "response." + status, Response: g.objectLocked()})
 	g.mu.Unlock()
 }
 
@@ -347,53 +347,24 @@ func (g *generation) writtenText() string {
 
 // emitResponse appends a response.* event carrying the response as it is.
 func (g *generation) emitResponse(typ string) {
-	g.emit(responseEvent{Type: typ, Response: g.object()})
+	g.emit(&responseEvent{Type: typ, Response: g.object()})
 }
 
 // emit appends one event, its sequence number set to its place in the log.
-func (g *generation) emit(ev any) {
+func (g *generation) emit(ev streamEvent) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.emitLocked(ev)
 }
 
 // emitLocked is emit with g.mu held.
-func (g *generation) emitLocked(ev any) {
-	seq := len(g.events)
-	var typ string
-	switch e := ev.(type) {
-	case responseEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case itemEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case partEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case deltaEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case textDoneEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case keepaliveEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case flatErrorEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	case nestedErrorEvent:
-		e.SequenceNumber = seq
-		typ, ev = e.Type, e
-	default:
-		panic(fmt.Sprintf("aoaitest: event %T", ev))
-	}
+func (g *generation) emitLocked(ev streamEvent) {
+	ev.setSequence(len(g.events))
 	b, err := json.Marshal(ev)
 	if err != nil {
 		panic(fmt.Sprintf("aoaitest: marshal %T: %v", ev, err))
 	}
-	g.events = append(g.events, []byte("event: "+typ+"\ndata: "+string(b)+"\n\n"))
+	g.events = append(g.events, []byte("event: "+ev.eventType()+"\ndata: "+string(b)+"\n\n"))
 	g.notify()
 }
 

@@ -226,6 +226,32 @@ type nestedErrorEvent struct {
 	SequenceNumber int `json:"sequence_number"`
 }
 
+// streamEvent is an event of a Responses stream. emit frames it under its
+// type and numbers it by its place in the stream; a new event type that
+// lacks either method does not compile.
+type streamEvent interface {
+	eventType() string
+	setSequence(n int)
+}
+
+func (e *responseEvent) eventType() string    { return e.Type }
+func (e *itemEvent) eventType() string        { return e.Type }
+func (e *partEvent) eventType() string        { return e.Type }
+func (e *deltaEvent) eventType() string       { return e.Type }
+func (e *textDoneEvent) eventType() string    { return e.Type }
+func (e *keepaliveEvent) eventType() string   { return e.Type }
+func (e *flatErrorEvent) eventType() string   { return e.Type }
+func (e *nestedErrorEvent) eventType() string { return e.Type }
+
+func (e *responseEvent) setSequence(n int)    { e.SequenceNumber = n }
+func (e *itemEvent) setSequence(n int)        { e.SequenceNumber = n }
+func (e *partEvent) setSequence(n int)        { e.SequenceNumber = n }
+func (e *deltaEvent) setSequence(n int)       { e.SequenceNumber = n }
+func (e *textDoneEvent) setSequence(n int)    { e.SequenceNumber = n }
+func (e *keepaliveEvent) setSequence(n int)   { e.SequenceNumber = n }
+func (e *flatErrorEvent) setSequence(n int)   { e.SequenceNumber = n }
+func (e *nestedErrorEvent) setSequence(n int) { e.SequenceNumber = n }
+
 // deletedResponse is DELETE's answer.
 type deletedResponse struct {
 	ID      string `json:"id"`
