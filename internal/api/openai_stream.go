@@ -34,6 +34,9 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	es := openStream(w, func() { stampTiming(w, r) })
 	req := call.req
 	var held []aoai.Chunk // chunks before the first that carries an answer
+	// The last two chunks but the usage: the content filter's verdict is
+	// on the one that tripped it, the last or the one before the finish.
+	var last, prev string
 	// A chunk's text goes to the tally (OnDelta) after the chunk (OnChunk):
 	// a chunk the caller did not take marks it, and every later one, undelivered.
 	send := func(c aoai.Chunk) {
@@ -42,6 +45,9 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 		}
 	}
 	req.OnChunk = func(c aoai.Chunk) {
+		if !c.Usage {
+			last, prev = c.Data, last
+		}
 		switch {
 		case c.Usage && !includeUsage:
 		case held != nil && c.Text == "" && !c.ToolCalls && !c.Usage:
@@ -75,6 +81,9 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 		fallthrough
 	case err != nil:
 		row := rowFor(err)
+		if err == errAnswerFiltered {
+			row.inner = json.RawMessage(openaiwire.FilterVerdict(last, prev))
+		}
 		rec.code = row.code
 		countTokens(rec)
 		es.data(openAIDialect{}.errorBody(row, "", nil))

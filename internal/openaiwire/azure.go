@@ -30,6 +30,63 @@ func InnerError(obj []byte) jsontext.Value {
 	return e.Innererror
 }
 
+// FilterVerdict is the innererror of the error frame that ends a stream
+// the content filter stopped (finish_reason "content_filter"): Azure
+// OpenAI's content_filter_results of the chunk that tripped it, as Azure
+// sent them, under the names of Azure's own 400 for a filtered prompt
+// (code ResponsibleAIPolicyViolation, content_filter_result), so that a
+// caller reads the verdict in one place whichever part was filtered.
+// chunks are the stream's last chunks, the latest first; nil when none
+// has a category filtered.
+func FilterVerdict(chunks ...string) jsontext.Value {
+	for _, data := range chunks {
+		var c struct {
+			Choices []struct {
+				Index                int            `json:"index"`
+				ContentFilterResults jsontext.Value `json:"content_filter_results"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(data), &c, lenient) != nil {
+			continue
+		}
+		for _, ch := range c.Choices {
+			if ch.Index != 0 || !anyFiltered(ch.ContentFilterResults) {
+				continue
+			}
+			v, err := json.Marshal(struct {
+				Code   string         `json:"code"`
+				Result jsontext.Value `json:"content_filter_result"`
+			}{"ResponsibleAIPolicyViolation", ch.ContentFilterResults})
+			if err != nil {
+				return nil
+			}
+			return v
+		}
+	}
+	return nil
+}
+
+// anyFiltered reports whether content_filter_results has a category
+// (hate, violence, a blocklist, ...) marked filtered.
+func anyFiltered(results jsontext.Value) bool {
+	if results.Kind() != '{' {
+		return false
+	}
+	var categories map[string]jsontext.Value
+	if json.Unmarshal(results, &categories, lenient) != nil {
+		return false
+	}
+	for _, v := range categories {
+		var c struct {
+			Filtered bool `json:"filtered"`
+		}
+		if v.Kind() == '{' && json.Unmarshal(v, &c, lenient) == nil && c.Filtered {
+			return true
+		}
+	}
+	return false
+}
+
 // Rejected is the 400 a caller gets when Azure OpenAI refused, with a 400,
 // a field of the request this dialect passed on as it came (a tool's
 // schema, a response_format, reasoning_effort on a model that does not

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/big"
 	"net/http"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,6 +315,124 @@ func TestGoSDKMidStreamCutIsAnError(t *testing.T) {
 		assert.True(t, strings.HasPrefix(text, "1, 2, 3"), text)
 		assert.Len(t, s.upstream(), 1)
 	})
+}
+
+// A stream cut before its first token (after the role's chunk, before any
+// text) is answered as the failed attempt it was: a 502 with
+// x-should-retry: true, not a 200 stream, so the SDK tries again, and the
+// second attempt's chunks are the only ones read.
+func TestGoSDKStreamCutBeforeItsFirstTokenIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		once, retried := s.openAI(option.WithMaxRetries(0)), s.openAI()
+		stream := once.Chat.Completions.NewStreaming(context.Background(), ask("[[sim:reset tokens=0]] Count to 5."))
+		for stream.Next() {
+			t.Errorf("a chunk of an attempt that failed: %s", stream.Current().RawJSON())
+		}
+		var e *openai.Error
+		require.ErrorAs(t, stream.Err(), &e)
+		assert.Equal(t, http.StatusBadGateway, e.StatusCode)
+		assert.Equal(t, "upstream_error", e.Code)
+		assert.Equal(t, "true", e.Response.Header.Get("x-should-retry"))
+
+		stream = retried.Chat.Completions.NewStreaming(context.Background(), ask("[[sim:reset tokens=0 times=1 id=go-cut-0]] Count to 5."))
+		var text string
+		roles := 0
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				text += ch[0].Delta.Content
+				if ch[0].Delta.Role != "" {
+					roles++
+				}
+			}
+		}
+		require.NoError(t, stream.Err())
+		assert.Equal(t, "1, 2, 3, 4, 5.", text)
+		assert.Equal(t, 1, roles, "the role's chunk of the second attempt only")
+		assert.Len(t, s.upstream(), 3)
+	})
+}
+
+// The content filter stopping a streamed answer is raised by the SDK as an
+// error, after the text so far, with Azure's verdict (the category it
+// flagged) in the error frame.
+func TestGoSDKContentFilterMidStreamIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStack(t, false, nil)
+		c := s.openAI()
+		stream := c.Chat.Completions.NewStreaming(context.Background(), ask("[[sim:filter tokens=5]] Count to 20."))
+		var text string
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				text += ch[0].Delta.Content
+			}
+		}
+		var se *ssestream.StreamError
+		require.ErrorAs(t, stream.Err(), &se)
+		assert.True(t, strings.HasPrefix(text, "1, 2"), text)
+		var frame struct {
+			Error struct {
+				Code       string `json:"code"`
+				Type       string `json:"type"`
+				Innererror struct {
+					Code   string `json:"code"`
+					Result map[string]struct {
+						Filtered bool   `json:"filtered"`
+						Severity string `json:"severity"`
+					} `json:"content_filter_result"`
+				} `json:"innererror"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(se.Event.Data, &frame), string(se.Event.Data))
+		assert.Equal(t, "content_filtered", frame.Error.Code)
+		assert.Equal(t, "invalid_request_error", frame.Error.Type)
+		assert.Equal(t, "ResponsibleAIPolicyViolation", frame.Error.Innererror.Code)
+		assert.True(t, frame.Error.Innererror.Result["violence"].Filtered, string(se.Event.Data))
+		assert.Equal(t, "medium", frame.Error.Innererror.Result["violence"].Severity)
+		assert.False(t, frame.Error.Innererror.Result["hate"].Filtered)
+		assert.Len(t, s.upstream(), 1)
+	})
+}
+
+// Every failure in the middle of a stream (the deadline, a cut upstream,
+// the content filter) is one data: {"error": ...} frame, the stream's
+// last: no [DONE] after it.
+func TestMidStreamFailureIsOneErrorFrame(t *testing.T) {
+	tests := []struct{ directive, code string }{
+		{"[[sim:hang tokens=5]]", "deadline_exceeded"},
+		{"[[sim:reset tokens=5]]", "upstream_error"},
+		{"[[sim:filter tokens=5]]", "content_filtered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newStack(t, false, nil)
+				body := `{"model":"` + deployment + `","stream":true,"messages":[{"role":"user","content":"` + tt.directive + ` Count to 20."}]}`
+				r, err := http.NewRequest(http.MethodPost, host+"/openai/v1/chat/completions", strings.NewReader(body))
+				require.NoError(t, err)
+				r.Header.Set("Content-Type", "application/json")
+				resp, err := s.client.Do(r)
+				require.NoError(t, err)
+				raw, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.NoError(t, err)
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				frames := strings.Split(strings.TrimSuffix(string(raw), "\n\n"), "\n\n")
+				require.Greater(t, len(frames), 3, string(raw))
+				lastFrame := frames[len(frames)-1]
+				var e struct {
+					Error struct {
+						Code string `json:"code"`
+					} `json:"error"`
+				}
+				require.True(t, strings.HasPrefix(lastFrame, "data: "), lastFrame)
+				require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(lastFrame, "data: ")), &e), lastFrame)
+				assert.Equal(t, tt.code, e.Error.Code)
+				assert.Equal(t, 1, strings.Count(string(raw), `{"error"`), "one error frame")
+				assert.NotContains(t, string(raw), "[DONE]")
+			})
+		})
+	}
 }
 
 // issuerCredential is an Entra ID credential for the local issuer: the
