@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -17,79 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/timebox-dev/timebox/internal/aoaitest"
 )
-
-// running is the real run on a real socket, against the simulator.
-type running struct {
-	addr     string
-	upstream chan struct{}       // a request reached the simulator
-	logs     chan map[string]any // the request lines, in order
-	cancel   context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
-	done     chan error          // run's result
-}
-
-// startRun starts run with env over a simulator and test defaults, and
-// waits until it listens.
-func startRun(t *testing.T, env map[string]string) *running {
-	t.Helper()
-	upstream := make(chan struct{}, 100)
-	aoai := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		upstream <- struct{}{}
-		aoai.ServeHTTP(w, req)
-	}))
-	t.Cleanup(sim.Close)
-	settings := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
-		"AZURE_OPENAI_ENDPOINT":        sim.URL,
-		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
-		"AZURE_OPENAI_API_KEY":         "k",
-		"ALLOWED_ORIGINS":              "https://contoso.sharepoint.com",
-	}
-	for k, v := range env {
-		settings[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	r := &running{upstream: upstream, logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		r.done <- run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := bufio.NewScanner(stdoutR)
-	require.True(t, lines.Scan(), "run logs where it listens")
-	var listening struct{ Msg, Addr string }
-	require.NoError(t, json.Unmarshal(lines.Bytes(), &listening))
-	require.Equal(t, "listening", listening.Msg)
-	r.addr = listening.Addr
-	go func() {
-		for lines.Scan() {
-			var line map[string]any
-			if json.Unmarshal(lines.Bytes(), &line) == nil && line["msg"] == "request" {
-				r.logs <- line
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r
-}
-
-// dial opens a raw connection that gives up (failing the test) well after
-// every bound under test: a server that does not answer or close shows as
-// a timeout here, not as a hung test.
-func (r *running) dial(t *testing.T, giveUp time.Duration) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", r.addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	require.NoError(t, c.SetDeadline(time.Now().Add(giveUp)))
-	return c
-}
 
 // earlyAnswers are requests the handler answers without reading their body,
 // as raw request lines and headers: the early-answer tests send each with a
@@ -347,7 +271,7 @@ func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
 
 	r.cancel() // SIGTERM
 	ended := make(chan error, 1)
-	go func() { ended <- <-r.done; r.done <- nil }()
+	go func() { ended <- r.wait() }()
 	select {
 	case err := <-ended:
 		require.NoError(t, err, "run returns nil: the process exits 0")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 )
 
@@ -25,39 +23,8 @@ import (
 // lets the request in flight finish before returning. Were the signal not
 // caught, its default action would end the test binary.
 func TestRunServesAndShutsDownGracefully(t *testing.T) {
-	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	arrived := make(chan struct{}, 8)
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		sim.ServeHTTP(w, r)
-	}))
-	defer upstream.Close()
-
-	env := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
-		"AZURE_OPENAI_ENDPOINT":        upstream.URL,
-		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
-		"AZURE_OPENAI_API_KEY":         "k",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-
-	lines := bufio.NewScanner(stdoutR)
-	require.True(t, lines.Scan(), "run logs where it listens")
-	var listening struct{ Msg, Addr string }
-	require.NoError(t, json.Unmarshal(lines.Bytes(), &listening))
-	require.Equal(t, "listening", listening.Msg)
-	go func() { // keep draining the log so run never blocks on it
-		for lines.Scan() {
-		}
-	}()
-	base := "http://" + listening.Addr
+	r := startRun(t, nil)
+	base := "http://" + r.addr
 
 	resp, err := http.Get(base + "/")
 	require.NoError(t, err)
@@ -81,14 +48,14 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		_ = resp.Body.Close()
 		inflight <- result{status: resp.StatusCode, body: string(b)}
 	}()
-	<-arrived // the request is in flight, upstream
+	<-r.upstream // the request is in flight, upstream
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 
-	r := <-inflight
-	require.NoError(t, r.err)
-	assert.Equal(t, http.StatusOK, r.status, "the request in flight finished: %s", r.body)
-	assert.Contains(t, r.body, `"answer"`)
-	require.NoError(t, <-errc)
+	res := <-inflight
+	require.NoError(t, res.err)
+	assert.Equal(t, http.StatusOK, res.status, "the request in flight finished: %s", res.body)
+	assert.Contains(t, res.body, `"answer"`)
+	require.NoError(t, r.wait())
 
 	_, err = http.Get(base + "/api/health")
 	assert.Error(t, err, "nothing listens after shutdown")
@@ -130,36 +97,13 @@ func TestRunInEntraMode(t *testing.T) {
 	require.NoError(t, err)
 	idp := httptest.NewServer(iss)
 	defer idp.Close()
-	upstream := httptest.NewServer(aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
-	defer upstream.Close()
-	env := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
-		"AZURE_OPENAI_ENDPOINT":        upstream.URL,
-		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
-		"AZURE_OPENAI_API_KEY":         "k",
-		"AUTH_MODE":                    "entra",
-		"AUTH_AUDIENCE":                "api://timebox-local",
-		"AUTH_TENANTS":                 issuertest.DefaultTenant,
-		"AZURE_AUTHORITY_HOST":         idp.URL,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := bufio.NewScanner(stdoutR)
-	require.True(t, lines.Scan())
-	var listening struct{ Msg, Addr, AuthMode string }
-	require.NoError(t, json.Unmarshal(lines.Bytes(), &listening))
-	require.Equal(t, "listening", listening.Msg)
-	assert.Equal(t, "entra", listening.AuthMode)
-	go func() {
-		for lines.Scan() {
-		}
-	}()
+	r := startRun(t, map[string]string{
+		"AUTH_MODE":            "entra",
+		"AUTH_AUDIENCE":        "api://timebox-local",
+		"AUTH_TENANTS":         issuertest.DefaultTenant,
+		"AZURE_AUTHORITY_HOST": idp.URL,
+	})
+	assert.Equal(t, "entra", r.start["authMode"])
 
 	resp, err := http.PostForm(idp.URL+"/"+issuertest.DefaultTenant+"/oauth2/v2.0/token", url.Values{"scope": {"api://timebox-local/access_as_user"}})
 	require.NoError(t, err)
@@ -173,7 +117,7 @@ func TestRunInEntraMode(t *testing.T) {
 		auth   string
 		status int
 	}{{"", http.StatusUnauthorized}, {"Bearer " + tok.AccessToken, http.StatusOK}} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+listening.Addr+"/api/chat", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/chat", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 		req.Header.Set("Content-Type", "application/json")
 		if tt.auth != "" {
 			req.Header.Set("Authorization", tt.auth)
@@ -183,73 +127,39 @@ func TestRunInEntraMode(t *testing.T) {
 		_ = resp.Body.Close()
 		assert.Equal(t, tt.status, resp.StatusCode)
 	}
-	cancel()
-	require.NoError(t, <-errc)
+	r.cancel()
+	require.NoError(t, r.wait())
 }
 
-// AUTH_MODE=none says so in the start-up line and warns.
-func TestRunWarnsWhenAnonymous(t *testing.T) {
-	env := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081",
-		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+// What run says as it starts: the start-up line names what it resolved
+// from the settings, and the line after it warns of what the operator
+// should know. AUTH_MODE=none says so and warns. An endpoint written as the
+// OpenAI SDKs' samples write it for Azure (.../openai/v1/) starts with that
+// path taken off: the start-up line names the root every call goes under,
+// and the warning names what was taken off.
+func TestRunWarnsAtStartUp(t *testing.T) {
+	tests := []struct {
+		name     string
+		endpoint string
+		start    map[string]any // fields of the start-up line
+		warning  string         // what the next line warns of
+	}{
+		{"anonymous", "http://127.0.0.1:8081",
+			map[string]any{"authMode": "none"}, "AUTH_MODE=none"},
+		{"endpoint path taken off", "http://127.0.0.1:8081/openai/v1/",
+			map[string]any{"endpoint": "http://127.0.0.1:8081"}, "AZURE_OPENAI_ENDPOINT: the path /openai/v1/ was taken off"},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := bufio.NewScanner(stdoutR)
-	var got []map[string]any
-	for len(got) < 2 && lines.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
-		got = append(got, m)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start, logs := startHandler(t, map[string]string{
+				"AZURE_OPENAI_ENDPOINT": tt.endpoint, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
+			})
+			for k, v := range tt.start {
+				assert.Equal(t, v, start[k], k)
+			}
+			next := <-logs
+			assert.Equal(t, "WARN", next["level"])
+			assert.Contains(t, next["msg"], tt.warning)
+		})
 	}
-	cancel()
-	go func() {
-		for lines.Scan() {
-		}
-	}()
-	require.NoError(t, <-errc)
-	require.Len(t, got, 2)
-	assert.Equal(t, "none", got[0]["authMode"])
-	assert.Equal(t, "WARN", got[1]["level"])
-	assert.Contains(t, got[1]["msg"], "AUTH_MODE=none")
-}
-
-// An endpoint written as the OpenAI SDKs' samples write it for Azure
-// (.../openai/v1/) starts with that path taken off: the start-up line names
-// the root every call goes under, and a warning names what was taken off.
-func TestRunWarnsOfTheEndpointPathItTookOff(t *testing.T) {
-	env := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081/openai/v1/",
-		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := bufio.NewScanner(stdoutR)
-	var got []map[string]any
-	for len(got) < 2 && lines.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
-		got = append(got, m)
-	}
-	cancel()
-	go func() {
-		for lines.Scan() {
-		}
-	}()
-	require.NoError(t, <-errc)
-	require.Len(t, got, 2)
-	assert.Equal(t, "listening", got[0]["msg"])
-	assert.Equal(t, "http://127.0.0.1:8081", got[0]["endpoint"])
-	assert.Equal(t, "WARN", got[1]["level"])
-	assert.Contains(t, got[1]["msg"], "AZURE_OPENAI_ENDPOINT: the path /openai/v1/ was taken off")
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,58 +14,6 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 )
 
-// startHandler runs the binary's run on a free port with env, and returns
-// its address and its log lines as they come.
-func startHandler(t *testing.T, env map[string]string) (addr string, logs <-chan map[string]any) {
-	t.Helper()
-	env["FUNCTIONS_CUSTOMHANDLER_PORT"] = "0"
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := make(chan map[string]any, 64)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdoutR)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-errc)
-	})
-	first := <-lines
-	require.Equal(t, "listening", first["msg"])
-	return first["addr"].(string), lines
-}
-
-// waitForLog returns the first log line whose msg contains text, failing
-// after an upper bound (the handler is on real sockets).
-func waitForLog(t *testing.T, logs <-chan map[string]any, text string) map[string]any {
-	t.Helper()
-	bound := time.After(10 * time.Second)
-	for {
-		select {
-		case m, ok := <-logs:
-			if !ok {
-				t.Fatalf("no log line says %q", text)
-			}
-			if msg, _ := m["msg"].(string); strings.Contains(msg, text) {
-				return m
-			}
-		case <-bound:
-			t.Fatalf("no log line says %q within 10 s", text)
-		}
-	}
-}
-
 // With no API key and no Entra ID credential that can give a token (here
 // DefaultAzureCredential's developer chain, none of whose tools is
 // installed), the handler says so once at start-up, in a warning that says
@@ -79,7 +24,7 @@ func TestRunSaysAtStartUpThatItCannotSignIn(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	upstream := httptest.NewServer(aoaitest.New(aoaitest.Options{AcceptBearer: true, Deployments: []string{"gpt-4o-mini"}}))
 	defer upstream.Close()
-	addr, logs := startHandler(t, map[string]string{
+	start, logs := startHandler(t, map[string]string{
 		"AZURE_OPENAI_ENDPOINT": upstream.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
 	})
 
@@ -89,7 +34,7 @@ func TestRunSaysAtStartUpThatItCannotSignIn(t *testing.T) {
 	assert.Contains(t, warn["msg"], "AZURE_OPENAI_API_KEY")
 	assert.Contains(t, warn["error"], "AzureCLICredential", "the cause, as azidentity names it")
 
-	resp, err := http.Post("http://"+addr+"/api/chat", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.Post("http://"+start["addr"].(string)+"/api/chat", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
@@ -115,7 +60,7 @@ func TestRunIsReadyWhileTheSignInWaits(t *testing.T) {
 	t.Cleanup(identity.Close) // after the handler's shutdown, which ends the token request
 	t.Setenv("IDENTITY_ENDPOINT", identity.URL+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", "secret")
-	addr, _ := startHandler(t, map[string]string{
+	start, _ := startHandler(t, map[string]string{
 		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
 		"IDENTITY_ENDPOINT": identity.URL + "/msi/token",
 	})
@@ -124,7 +69,7 @@ func TestRunIsReadyWhileTheSignInWaits(t *testing.T) {
 	// An upper bound only: the readiness ping is answered while the token
 	// request waits (a real socket, so a bound and not a fake clock).
 	hc := &http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get("http://" + addr + "/")
+	resp, err := hc.Get("http://" + start["addr"].(string) + "/")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
