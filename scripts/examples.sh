@@ -30,5 +30,11 @@ Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaite
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:filter]] hi"}]}'      # 400 content_filtered
   curl -si $API/chat -H 'content-type: application/json' -H 'Origin: https://evil.example' -d '{"messages":[{"role":"user","content":"hi"}]}'  # 403 origin_not_allowed
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:hang]] hi"}]}'        # waits the whole budget (200 s), then 500 deadline_exceeded
+The OpenAI SDKs' dialect (docs/openai-sdk.md), the same pipeline:
+  curl -s http://127.0.0.1:$PORT/openai/v1/models
+  curl -s http://127.0.0.1:$PORT/openai/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${AZURE_OPENAI_DEPLOYMENT:-gpt-4o-mini}","messages":[{"role":"user","content":"Say hello."}]}'
+Long answers across hops need a deployment in background mode: AZURE_OPENAI_DEPLOYMENT=o4-mini make run, then
+  go run ./cmd/timebox ask --timeout 15m --url http://127.0.0.1:$PORT "[[sim:long s=600]] Count to 100, with a comma between each number."   # 600 s in hops: "still writing, part 2", 3, ...
+  curl -sN $API/chat -H 'accept: text/event-stream' -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:long s=600]] Count to 100."}]}'   # ends before the budget with event: continue and a cursor; POST it to $API/chat/continue
 MSG
 fi

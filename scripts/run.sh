@@ -27,10 +27,14 @@ SIMULATED=
 if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then SIMULATED=1; fi
 if [ -n "$LOCAL_ISSUER" ] || [ -n "$SIMULATED" ]; then
   go build -o bin/aoaisim ./cmd/aoaisim
-  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments gpt-4o-mini -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} > bin/aoaisim.log &
+  # The simulator serves the deployment asked for (AZURE_OPENAI_DEPLOYMENT=o4-mini: a reasoning model in
+  # background mode, whose long answers go across hops), gpt-4o-mini by default.
+  SIM_DEPLOYMENT=${AZURE_OPENAI_DEPLOYMENT:-gpt-4o-mini}
+  [ -n "$SIMULATED" ] || SIM_DEPLOYMENT=gpt-4o-mini
+  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments "$SIM_DEPLOYMENT" -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} > bin/aoaisim.log &
   pids+=($!)
-  if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then
-    export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini AZURE_OPENAI_API_KEY=sim-key
+  if [ -n "$SIMULATED" ]; then
+    export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=$SIM_DEPLOYMENT AZURE_OPENAI_API_KEY=sim-key
   fi
   echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
 fi
