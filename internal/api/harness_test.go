@@ -37,6 +37,7 @@ type harness struct {
 	handler http.Handler
 	logs    *syncBuffer
 	cfg     config.Config
+	seams   app.Seams
 }
 
 type syncBuffer struct {
@@ -105,6 +106,10 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 		Logs: logs, Version: "test", Upstream: client,
 		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,
 		Extractor: o.extractor, Credential: o.credential,
+		// The quota store (a real Azurite, in the tests that set one)
+		// keeps no idle connection: its reader, blocked on a real socket,
+		// would stop a synctest bubble's clock until Azurite closed it.
+		Quota: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	if o.issuer != nil {
 		// Entra ID is the local issuer, whatever AZURE_AUTHORITY_HOST names.
@@ -112,7 +117,18 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	}
 	a, err := app.New(cfg, seams)
 	require.NoError(t, err)
-	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg}
+	return &harness{t: t, sim: sim, handler: a.Handler, logs: logs, cfg: cfg, seams: seams}
+}
+
+// twin is another instance of h's app: the same settings, simulator and
+// quota table, and the same log.
+func (h *harness) twin() *harness {
+	h.t.Helper()
+	a, err := app.New(h.cfg, h.seams)
+	require.NoError(h.t, err)
+	other := *h
+	other.handler = a.Handler
+	return &other
 }
 
 // stack is the whole handler as app.New builds it from the default test

@@ -49,7 +49,8 @@ type hop func(onDelta func(string)) (*longanswer.Result, error)
 // longAnswer answers a prepared chat call as a long answer's first hop.
 func (s *server) longAnswer(w http.ResponseWriter, r *http.Request, call *chatCall) {
 	ctx := r.Context()
-	req := &aoai.GenerationRequest{Messages: call.req.Messages, MaxTokens: call.req.MaxTokens, RequestID: call.req.RequestID}
+	req := &aoai.GenerationRequest{Messages: call.req.Messages, MaxTokens: call.req.MaxTokens, RequestID: call.req.RequestID,
+		Metadata: quotaMetadata(ctx)}
 	run := func(onDelta func(string)) (*longanswer.Result, error) {
 		req.OnDelta = onDelta
 		return s.LongAnswers.Start(ctx, req, ownerOf(ctx))
@@ -84,7 +85,9 @@ func (s *server) handleCancel() http.Handler {
 		c, err := s.decodeCursor(ctx, w, r)
 		if err == nil {
 			recordFrom(ctx).responseID, recordFrom(ctx).hop = c.ResponseID, c.Hop
-			err = s.LongAnswers.Cancel(ctx, c, ownerOf(ctx))
+			var res *longanswer.Result
+			res, err = s.LongAnswers.Cancel(ctx, c, ownerOf(ctx))
+			s.settleHop(ctx, res, http.StatusNoContent)
 		}
 		if err != nil {
 			s.fail(w, r, longError(err, ""))
@@ -145,6 +148,7 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 	res, err := run(s.tallied(ctx, rec))
 	rec.since("upstream", start)
 	s.noteHop(rec, res)
+	s.settleHop(ctx, res, hopStatus(res, err))
 	switch {
 	case err != nil:
 		s.fail(w, r, longError(err, textOf(res)))
@@ -182,6 +186,7 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	started := es.end()
 	rec.since("upstream", start)
 	s.noteHop(rec, res)
+	s.settleHop(ctx, res, hopStatus(res, err))
 	err = longError(err, "")
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
@@ -232,6 +237,18 @@ func (s *server) noteHop(rec *record, res *longanswer.Result) {
 	if res.Done {
 		rec.promptTokens, rec.completionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	}
+}
+
+// hopStatus is the status a hop that ended its generation answers with,
+// for the ledger.
+func hopStatus(res *longanswer.Result, err error) int {
+	switch {
+	case res != nil && res.End == longanswer.EndCallerGone:
+		return statusClientGone
+	case err != nil:
+		return rowFor(longError(err, "")).status
+	}
+	return http.StatusOK
 }
 
 // longError is the error of a hop as the error table answers it: a cursor

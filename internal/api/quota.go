@@ -8,6 +8,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/budget"
+	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
 
@@ -24,6 +25,7 @@ type Quota interface {
 // What the log line's quota field says of a request.
 const (
 	quotaReserved    = "reserved"    // held; not settled (yet)
+	quotaHeld        = "held"        // a long answer's hold, kept for the hop that sees its generation end
 	quotaSettled     = "settled"     // charged what was billed, the rest released
 	quotaUnsettled   = "unsettled"   // the settlement failed: the hold lapses at its expiry
 	quotaSkipped     = "skipped"     // the store was unreachable and QUOTA_FAIL_OPEN served it unaccounted
@@ -47,6 +49,11 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 		prompt = s.Tokens.Prompt(call.fit.Messages)
 	}
 	deadline, _ := ctx.Deadline()
+	if s.LongAnswers != nil {
+		// A long answer's generation runs on after this request, until
+		// it ends or its limit: its hold lasts as long.
+		deadline = time.Now().Add(s.LongAnswers.Limit)
+	}
 	req := quota.Request{
 		ID: requestID(ctx), OID: rec.callerOID, TID: rec.callerTID, Deployment: s.Deployment,
 		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline,
@@ -119,6 +126,71 @@ func (s *server) settle(ctx context.Context, rec *record, status int) {
 	err := s.Quota.Settle(ctx, rec.reservation, quota.Billed{
 		Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
 	})
+	rec.since("quotaSettle", start)
+	if err != nil {
+		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
+		return
+	}
+	rec.quota = quotaSettled
+}
+
+// quotaRefKey is the metadata key of a long answer's response that names
+// its reservation (quota.Reservation.Ref), so that whichever hop sees the
+// generation end, on any instance, settles it. The response's metadata is
+// written by the service at create and read back by the owner's check: a
+// caller cannot edit it, as it could a cursor.
+const quotaRefKey = "timebox_quota"
+
+// quotaMetadata is what a long answer's response is created with for its
+// quota: its reservation's ref; nil without one.
+func quotaMetadata(ctx context.Context) map[string]string {
+	if rec := recordFrom(ctx); rec.reservation != nil && rec.quota == quotaReserved {
+		return map[string]string{quotaRefKey: rec.reservation.Ref()}
+	}
+	return nil
+}
+
+// settleHop settles a long answer's reservation in the hop that saw its
+// generation end (completed, cancelled, its caller gone, its limit come,
+// failed), before the hop's answer is written: the first hop's own
+// reservation, or a later hop's as the response's metadata names it. The
+// charge is the generation's usage as Azure OpenAI reported it, or, when
+// it reported none (a cancelled generation's is null, though what it
+// generated is billed), the whole hold. A hop that hands out a cursor
+// keeps the hold for the next. Settling is idempotent: two hops that see
+// the same end (a retried continue, another instance) charge it once.
+func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status int) {
+	rec := recordFrom(ctx)
+	if s.Quota == nil || res == nil {
+		return
+	}
+	if rec.reservation == nil && res.Metadata[quotaRefKey] != "" {
+		r, err := quota.ParseRef(res.Metadata[quotaRefKey], rec.callerOID, rec.callerTID)
+		if err != nil {
+			rec.err = errors.Join(rec.err, err)
+			return
+		}
+		rec.quota, rec.reservation = quotaReserved, r
+	}
+	switch {
+	case rec.reservation == nil || rec.quota != quotaReserved:
+		return
+	case res.Next != nil:
+		rec.quota = quotaHeld
+		return
+	case res.End == "":
+		// No end seen, and no cursor: a first hop that failed (settled
+		// as any request, by settleQuota), or a later one the caller may
+		// retry with the same cursor (the hold stays for it).
+		return
+	}
+	billed := quota.Billed{
+		Prompt: res.Usage.PromptTokens, Completion: res.Usage.CompletionTokens,
+		Unreported: res.Usage.TotalTokens == 0, Status: status,
+		ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
+	}
+	start := time.Now()
+	err := s.Quota.Settle(ctx, rec.reservation, billed)
 	rec.since("quotaSettle", start)
 	if err != nil {
 		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)

@@ -82,8 +82,16 @@ type Result struct {
 	// Answer is the whole generation's text, when Done.
 	Answer string
 	// Cancelled is true when this hop cancelled the generation upstream
-	// (its caller left, or the limit came).
+	// (its caller left, the limit came, or a cancel asked for it).
 	Cancelled bool
+	// End says how the generation ended, when this hop saw it end
+	// (EndCompleted, ...); "" while it goes on. Usage is then what Azure
+	// OpenAI reported of it, zero when it reported nothing (a cancelled
+	// generation's usage is null).
+	End string
+	// Metadata is the response's metadata, as a later hop retrieved it;
+	// nil in the first hop (its request has what it was created with).
+	Metadata map[string]string
 	// Polled is true when the stream could not be resumed and the rest was
 	// read from a retrieve.
 	Polled bool
@@ -92,11 +100,27 @@ type Result struct {
 	UpstreamRequestID string
 }
 
+// How a generation ended (Result.End).
+const (
+	EndCompleted  = "completed"   // it ended with its answer, whole or cut at its token limit
+	EndCancelled  = "cancelled"   // a cancel asked for it
+	EndCallerGone = "caller_gone" // its caller left during a hop: cancelled
+	EndLimit      = "limit"       // LONG_ANSWER_LIMIT came: cancelled
+	EndFailed     = "failed"      // Azure OpenAI failed it
+)
+
 // Start runs the first hop: it creates the generation with owner in its
-// metadata and relays its text to req.OnDelta. A failure before the
+// metadata (beside what req.Metadata already holds) and relays its text
+// to req.OnDelta. A failure before the
 // response exists is the create's error, as Complete's would be.
 func (h *Hops) Start(ctx context.Context, req *aoai.GenerationRequest, owner cursor.Owner) (*Result, error) {
-	req.Metadata = owner.Metadata()
+	md := owner.Metadata()
+	for k, v := range req.Metadata {
+		if _, ok := md[k]; !ok {
+			md[k] = v
+		}
+	}
+	req.Metadata = md
 	hopCtx, cancel := h.hopContext(ctx, time.Time{})
 	defer cancel()
 	hop, err := h.Upstream.Create(hopCtx, req)
@@ -115,7 +139,7 @@ func (h *Hops) Start(ctx context.Context, req *aoai.GenerationRequest, owner cur
 func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owner, whole bool, requestID string, onDelta func(string)) (*Result, error) {
 	r, err := h.owned(ctx, c, caller)
 	if err != nil {
-		return nil, err
+		return ended(r, c, err), err
 	}
 	deadline := r.CreatedAt.Add(h.Limit)
 	hopCtx, cancel := h.hopContext(ctx, deadline)
@@ -127,7 +151,9 @@ func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owne
 	}
 	hop, err := h.Upstream.Resume(hopCtx, r.ID, after, requestID, onDelta)
 	if errors.Is(err, aoai.ErrResumeRefused) {
-		return h.poll(ctx, hopCtx, c, whole, onDelta, r.CreatedAt)
+		res, err := h.poll(ctx, hopCtx, c, whole, onDelta, r.CreatedAt)
+		res.Metadata = r.Metadata
+		return res, err
 	}
 	if hop == nil && hopCtx.Err() != nil && ctx.Err() == nil {
 		// The hop's time ran out before the resume answered: nothing was
@@ -137,34 +163,74 @@ func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owne
 	if hop == nil {
 		return nil, err
 	}
-	return h.settle(ctx, hopCtx, hop, err, c, r.CreatedAt)
+	res, err := h.settle(ctx, hopCtx, hop, err, c, r.CreatedAt)
+	res.Metadata = r.Metadata
+	return res, err
 }
 
-// Cancel cancels the generation c names, for caller. One that has ended is
-// not an error; one past its limit is still its owner's to cancel.
-func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner) error {
-	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
-	if errors.Is(err, aoai.ErrUnknownResponse) {
-		return cursor.ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("cancel long answer: %w", err)
-	}
-	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
-		return err
-	}
-	if r.Terminal() {
+// ended is the Result of a continue refused for the response r it
+// retrieved (nil when not the caller's or unknown): how it had ended, when
+// it had: past its limit (and cancelled now, if it still ran), or failed.
+func ended(r *aoai.StoredResponse, c cursor.Cursor, err error) *Result {
+	if r == nil {
 		return nil
 	}
-	if _, err := h.Upstream.Cancel(ctx, r.ID); err != nil {
-		return fmt.Errorf("cancel long answer: %w", err)
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Usage: r.Usage}
+	switch {
+	case r.Status == "failed":
+		res.End = EndFailed
+	case !errors.Is(err, cursor.ErrExpired):
+		return nil
+	case r.Status == "completed" || r.Status == "incomplete":
+		res.End = EndCompleted
+	default:
+		// owned cancelled it, if it still ran.
+		res.End, res.Cancelled = EndLimit, r.Status != "cancelled"
 	}
-	return nil
+	return res
+}
+
+// Cancel cancels the generation c names, for caller, and says how it
+// ended: cancelled, or as it had ended before. One that has ended is not
+// an error; one past its limit is still its owner's to cancel.
+func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner) (*Result, error) {
+	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
+	if errors.Is(err, aoai.ErrUnknownResponse) {
+		return nil, cursor.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancel long answer: %w", err)
+	}
+	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
+		return nil, err
+	}
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata}
+	if !r.Terminal() {
+		r, err = h.Upstream.Cancel(ctx, r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("cancel long answer: %w", err)
+		}
+		res.Cancelled = true
+	}
+	res.End, res.Usage = endOf(r), r.Usage
+	return res, nil
+}
+
+// endOf is how a response that has ended ended.
+func endOf(r *aoai.StoredResponse) string {
+	switch r.Status {
+	case "completed", "incomplete":
+		return EndCompleted
+	case "failed":
+		return EndFailed
+	}
+	return EndCancelled
 }
 
 // owned retrieves the response c names and checks it is caller's, within
 // its limit, and still going or finished with an answer. A response past
-// its limit is cancelled if it still runs.
+// its limit is cancelled if it still runs. A refused response that is the
+// caller's (past its limit, failed) is returned with the refusal.
 func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) (*aoai.StoredResponse, error) {
 	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
 	if errors.Is(err, aoai.ErrUnknownResponse) {
@@ -178,7 +244,7 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 		if !r.Terminal() {
 			h.cancel(ctx, r.ID)
 		}
-		return nil, err
+		return r, err
 	case err != nil:
 		return nil, err
 	}
@@ -186,7 +252,7 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 	case "cancelled":
 		return nil, cursor.ErrNotFound
 	case "failed":
-		return nil, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
+		return r, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
 	}
 	return r, nil
 }
@@ -207,8 +273,10 @@ func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, on
 			}
 		}
 		res.Text, res.Done, res.FinishReason, res.Usage, res.Answer = text, true, r.FinishReason, r.Usage, r.Text
+		res.End = EndCompleted
 		return res, nil
 	case err == nil && r.Status == "failed":
+		res.End = EndFailed
 		return res, &aoai.Error{Kind: aoai.KindBroken, Code: r.ErrorCode, Err: errors.New("the response failed")}
 	case err == nil:
 		return res, cursor.ErrNotFound // cancelled meanwhile
@@ -228,19 +296,23 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 	switch {
 	case err == nil && hop.Done:
 		res.Done, res.FinishReason, res.Usage, res.Answer = true, hop.FinishReason, hop.Usage, hop.Answer
+		res.End = EndCompleted
 		return res, nil
 	case hop.ResponseID == "":
 		return res, err
 	case ctx.Err() != nil:
 		// The caller left (or its own deadline came): no generation
 		// runs for nobody.
-		h.cancel(ctx, hop.ResponseID)
-		res.Cancelled = true
+		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Cancelled, res.End = true, EndCallerGone
 		return res, err
 	case hopCtx.Err() != nil && !time.Now().Before(created.Add(h.Limit)):
-		h.cancel(ctx, hop.ResponseID)
-		res.Cancelled = true
+		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Cancelled, res.End = true, EndLimit
 		return res, ErrLimit
+	case hop.Status == "failed":
+		res.End = EndFailed
+		return res, err
 	case hopCtx.Err() != nil:
 		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: c.Offset + len(hop.Text)}
 		return res, nil
@@ -249,11 +321,16 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 }
 
 // cancel cancels a generation upstream on behalf of a hop whose context
-// may have ended already.
-func (h *Hops) cancel(ctx context.Context, id string) {
+// may have ended already, and returns its usage: zero unless it had ended
+// with one.
+func (h *Hops) cancel(ctx context.Context, id string) aoai.Usage {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer stop()
-	_, _ = h.Upstream.Cancel(ctx, id)
+	r, err := h.Upstream.Cancel(ctx, id)
+	if err != nil {
+		return aoai.Usage{}
+	}
+	return r.Usage
 }
 
 // hopContext is the context a hop's stream runs in: it ends Margin before

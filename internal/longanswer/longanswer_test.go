@@ -172,21 +172,28 @@ func TestCursorsThatMayNotContinue(t *testing.T) {
 			"anonymous":        {*first.Next, cursor.Owner{}},
 			"unknown":          {cursor.Cursor{ResponseID: "resp_0000", After: 3, Hop: 2}, alice},
 		} {
-			_, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
+			res, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
 				return h.Continue(ctx, tt.c, tt.caller, false, "", onDelta)
 			})
 			assert.ErrorIs(t, err, cursor.ErrNotFound, name)
-			assert.ErrorIs(t, h.Cancel(context.Background(), tt.c, tt.caller), cursor.ErrNotFound, name)
+			assert.Nil(t, res, "nothing of another's response is told: %s", name)
+			res, err = h.Cancel(context.Background(), tt.c, tt.caller)
+			assert.ErrorIs(t, err, cursor.ErrNotFound, name)
+			assert.Nil(t, res, name)
 		}
 		assert.False(t, relayed)
 		info, _ := sim.Generation(first.ResponseID)
 		assert.Equal(t, "in_progress", info.Status, "another caller's cancel cancels nothing")
 
 		time.Sleep(400 * time.Second)
-		_, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
+		res, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
 			return h.Continue(ctx, *first.Next, alice, false, "", onDelta)
 		})
 		assert.ErrorIs(t, err, cursor.ErrNotFound, "past its limit")
+		require.NotNil(t, res, "the caller's own: how it ended is told, for its quota")
+		assert.Equal(t, longanswer.EndLimit, res.End)
+		assert.True(t, res.Cancelled)
+		assert.Equal(t, "1", res.Metadata["timebox"])
 		assert.False(t, relayed)
 		info, _ = sim.Generation(first.ResponseID)
 		assert.Equal(t, "cancelled", info.Status, "an expired generation is cancelled")
@@ -209,6 +216,7 @@ func TestLimitCancels(t *testing.T) {
 		})
 		assert.ErrorIs(t, err, longanswer.ErrLimit)
 		assert.True(t, res.Cancelled)
+		assert.Equal(t, longanswer.EndLimit, res.End)
 		assert.Less(t, time.Since(start), budget-2*time.Second, "the limit came before the hop's budget")
 		info, _ := sim.Generation(first.ResponseID)
 		assert.Equal(t, "cancelled", info.Status)
@@ -227,12 +235,18 @@ func TestCancels(t *testing.T) {
 		res, err := h.Start(ctx, question(long, nil), alice)
 		require.Error(t, err)
 		assert.True(t, res.Cancelled)
+		assert.Equal(t, longanswer.EndCallerGone, res.End)
 		info, _ := sim.Generation(res.ResponseID)
 		assert.Equal(t, "cancelled", info.Status, "client gone: cancelled upstream")
 
 		first, err := hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Start(ctx, question(long, nil), alice) })
 		require.NoError(t, err)
-		require.NoError(t, h.Cancel(context.Background(), *first.Next, alice))
+		cancelled, err := h.Cancel(context.Background(), *first.Next, alice)
+		require.NoError(t, err)
+		assert.True(t, cancelled.Cancelled)
+		assert.Equal(t, longanswer.EndCancelled, cancelled.End)
+		assert.Zero(t, cancelled.Usage, "a cancelled response reports no usage")
+		assert.Equal(t, alice.Metadata(), cancelled.Metadata)
 		info, _ = sim.Generation(first.ResponseID)
 		assert.Equal(t, "cancelled", info.Status, "between hops: cancelled upstream")
 		_, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
@@ -243,7 +257,11 @@ func TestCancels(t *testing.T) {
 		_, hops := follow(t, h, "Count to 3", alice, false)
 		require.Len(t, hops, 1)
 		fin := cursor.Cursor{ResponseID: hops[0].ResponseID, After: 1, Hop: 2}
-		assert.NoError(t, h.Cancel(context.Background(), fin, alice), "cancelling a finished one is not an error")
+		done, err := h.Cancel(context.Background(), fin, alice)
+		assert.NoError(t, err, "cancelling a finished one is not an error")
+		assert.False(t, done.Cancelled)
+		assert.Equal(t, longanswer.EndCompleted, done.End)
+		assert.Positive(t, done.Usage.TotalTokens, "its usage, for whoever settles it")
 	})
 }
 

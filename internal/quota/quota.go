@@ -192,6 +192,8 @@ type Reservation struct {
 	// Expires is when the hold lapses by itself.
 	Expires time.Time
 
+	at        time.Time // when it was taken: its windows' time
+	oid       string    // whose it is, as its ledger row says
 	partition string
 	ledger    string
 	counters  []string // row keys
@@ -203,12 +205,32 @@ type Billed struct {
 	Prompt, Completion int
 	// Abandoned are the tokens generated that the caller never got: billed all the same.
 	Abandoned int
+	// Unreported is true when Azure OpenAI billed tokens it does not
+	// report (a cancelled generation's usage is null): the whole hold is
+	// charged, the most the work can have cost, and the ledger says so.
+	Unreported bool
 	// Status is the HTTP status the request was answered with.
 	Status int
+	// ResponseID, Hop and Outcome are a long answer's, for the ledger:
+	// its response at Azure OpenAI, the hop that settled it, and how the
+	// generation ended (completed, cancelled, caller_gone, limit, failed).
+	// Empty for a request of one hop.
+	ResponseID string
+	Hop        int
+	Outcome    string
 }
 
 // Total is every billed token.
 func (b Billed) Total() int64 { return int64(b.Prompt) + int64(b.Completion) + int64(b.Abandoned) }
+
+// charge is what b charges against res: what it cost, never more than res
+// held; all of it when the cost was not reported.
+func (b Billed) charge(res *Reservation) int64 {
+	if b.Unreported {
+		return res.Tokens
+	}
+	return min(b.Total(), res.Tokens)
+}
 
 // Reserve holds what req can at most cost against every limit that
 // applies. It fails with an *ExceededError when even req's prompt and a

@@ -105,6 +105,8 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 	res := &Reservation{
 		ID:        req.ID,
 		Expires:   req.Deadline.Add(Grace),
+		at:        now,
+		oid:       req.OID,
 		partition: partitionKey(req.TID, now),
 		ledger:    ledgerRow(req.ID),
 	}
@@ -203,6 +205,7 @@ type ledger struct {
 	found bool
 	etag  azcore.ETag
 	state string
+	oid   string
 }
 
 func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
@@ -223,13 +226,14 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 			return err
 		}
 		switch {
-		case !l.found:
+		case !l.found || l.oid != res.oid:
+			// Not there, or another user's: nothing of it is settled.
 			return errUnknownReservation
 		case l.state == stateSettled:
 			return nil
 		}
 		now := s.now()
-		charge := min(b.Total(), res.Tokens)
+		charge := b.charge(res)
 		charged := charge
 		live := holdLive(res.hold, now)
 		var actions []aztables.TransactionAction
@@ -251,15 +255,7 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 			actions = append(actions, c.action(res.partition, now))
 		}
 		etag := l.etag
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, map[string]any{
-			"State":            stateSettled,
-			"PromptTokens":     int32(b.Prompt),
-			"CompletionTokens": int32(b.Completion),
-			"AbandonedTokens":  int32(b.Abandoned),
-			"Charged":          aztables.EDMInt64(charged),
-			"Status":           int32(b.Status),
-			"SettledAt":        aztables.EDMDateTime(now.UTC()),
-		})})
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, settledRow(b, charged, now))})
 		err := s.submit(ctx, actions)
 		var c *conflict
 		switch {
@@ -273,6 +269,28 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 			return err
 		}
 	}
+}
+
+// settledRow is what a settlement writes to the ledger row: what was
+// billed and charged, and, for a long answer, which response, the hop
+// that settled it and how it ended.
+func settledRow(b Billed, charged int64, now time.Time) map[string]any {
+	row := map[string]any{
+		"State":            stateSettled,
+		"PromptTokens":     int32(b.Prompt),
+		"CompletionTokens": int32(b.Completion),
+		"AbandonedTokens":  int32(b.Abandoned),
+		"Charged":          aztables.EDMInt64(charged),
+		"Status":           int32(b.Status),
+		"SettledAt":        aztables.EDMDateTime(now.UTC()),
+	}
+	if b.Unreported {
+		row["UsageUnreported"] = true
+	}
+	if b.ResponseID != "" {
+		row["ResponseId"], row["Hop"], row["Outcome"] = b.ResponseID, int32(b.Hop), b.Outcome
+	}
+	return row
 }
 
 // sizeOf is the limit of a counter's row.
@@ -349,6 +367,7 @@ func (s *Store) readOnce(ctx context.Context, partition string, counters []*coun
 			*l.into = ledger{found: found, etag: etag}
 			if found {
 				l.into.state, _ = e.Properties["State"].(string)
+				l.into.oid, _ = e.Properties["Oid"].(string)
 			}
 			return err
 		})

@@ -370,3 +370,77 @@ func TestStoreStoppedIsUnavailableFast(t *testing.T) {
 	_, err = s.Usage(ctx, "user-1", "tenant-1")
 	assert.ErrorAs(t, err, &unavailable)
 }
+
+// TestSettleByRefOnAnotherInstance: a reservation named by its ref is
+// settled by another instance that shares only the table (a long answer's
+// later hop), once: the instance that took it settling too charges
+// nothing more. A ref names the caller's own windows only: the same ref
+// read for another caller settles nothing of the first's.
+func TestSettleByRefOnAnotherInstance(t *testing.T) {
+	f := setup(t, 10_000, 1_000_000)
+	first, other := f.store(t), f.store(t)
+	ctx := t.Context()
+	req := f.request("long-1", 300, 1024)
+	req.Deadline = f.clock.Now().Add(30 * time.Minute) // a generation's limit
+	res, err := first.Reserve(ctx, req)
+	require.NoError(t, err)
+
+	for _, who := range [][2]string{{"user-2", "tenant-1"}, {"user-1", "tenant-2"}} {
+		stranger, err := quota.ParseRef(res.Ref(), who[0], who[1])
+		require.NoError(t, err)
+		assert.Error(t, other.Settle(ctx, stranger, quota.Billed{Status: 200}), "not %s's reservation", who)
+	}
+
+	f.clock.add(25 * time.Minute) // long past a hop's budget: still held
+	u, err := other.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1324, u.UserDay.Reserved)
+
+	again, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
+	require.NoError(t, err)
+	require.NoError(t, other.Settle(ctx, again, quota.Billed{Prompt: 300, Completion: 700, Status: 200, ResponseID: "resp_1", Hop: 3, Outcome: "completed"}))
+	require.NoError(t, first.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 1024, Status: 200}))
+	u, err = first.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.Equal(t, quota.Window{Used: 1000, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, *u.UserDay, "charged once")
+	assert.EqualValues(t, 1000, u.TenantMonth.Used)
+
+	row, err := adminTable(t, f).GetEntity(ctx, "tenant-1_2026-12", "req_long-1", nil)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(row.Value, &m))
+	assert.Equal(t, "resp_1", m["ResponseId"])
+	assert.EqualValues(t, 3, m["Hop"])
+	assert.Equal(t, "completed", m["Outcome"])
+	assert.Equal(t, "1000", m["Charged"])
+	assert.Nil(t, m["UsageUnreported"])
+
+	for _, bad := range []string{"", "q1|1|2|3|d", "q2|1|2|3|d|x", "q1|a|2|3|d|x", "q1|1|2|3|z|x", "q1|1|2|-3|d|x"} {
+		_, err := quota.ParseRef(bad, "user-1", "tenant-1")
+		assert.ErrorIs(t, err, quota.ErrBadRef, bad)
+	}
+}
+
+// TestUnreportedCostChargesTheWholeHold: a generation cancelled before it
+// ended has no usage to report (Azure's cancelled response says null),
+// though what it generated is billed: the whole hold is charged, and the
+// ledger says why.
+func TestUnreportedCostChargesTheWholeHold(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("cancelled", 300, 1024))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Unreported: true, Status: 204, ResponseID: "resp_2", Hop: 2, Outcome: "cancelled"}))
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1324, u.UserDay.Used)
+	assert.EqualValues(t, 0, u.UserDay.Reserved)
+	row, err := adminTable(t, f).GetEntity(ctx, "tenant-1_2026-12", "req_cancelled", nil)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(row.Value, &m))
+	assert.Equal(t, true, m["UsageUnreported"])
+	assert.Equal(t, "cancelled", m["Outcome"])
+	assert.Equal(t, "1324", m["Charged"])
+}
