@@ -18,12 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,32 +94,17 @@ type result struct {
 // measure starts a fresh handler (so VmHWM is this row's), sends body from
 // clients at once, and reads the peak and the settled RSS.
 func measure(bin, upstream string, clients int, body []byte, settle time.Duration) (result, error) {
-	port, err := freePort()
+	cmd, port, err := handlerCommand(bin, upstream, "warn")
 	if err != nil {
 		return result{}, err
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"FUNCTIONS_CUSTOMHANDLER_PORT=" + strconv.Itoa(port),
-		"AZURE_OPENAI_ENDPOINT=" + upstream, "AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini", "AZURE_OPENAI_API_KEY=hostile-key",
-		"REQUEST_BUDGET=5s", "FAST_FAILURE_THRESHOLD=2s", "LOG_LEVEL=warn",
 	}
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer stopHandler(cmd, exited, 15*time.Second)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	if err := waitReady(base); err != nil {
 		return result{}, err
@@ -158,12 +140,7 @@ func measure(bin, upstream string, clients int, body []byte, settle time.Duratio
 	if err != nil {
 		return result{}, err
 	}
-	var parts []string
-	for k, n := range codes {
-		parts = append(parts, fmt.Sprintf("%d x %s", n, k))
-	}
-	sort.Strings(parts)
-	return result{answers: strings.Join(parts, ", "), slowest: slowest, peak: peak, after: after}, nil
+	return result{answers: tally(codes), slowest: slowest, peak: peak, after: after}, nil
 }
 
 // post sends one chat request and names its answer: the status and, for an
@@ -185,43 +162,6 @@ func post(ctx context.Context, c *http.Client, base string, body []byte) string 
 		return fmt.Sprintf("%d %s", resp.StatusCode, e.Error.Code)
 	}
 	return strconv.Itoa(resp.StatusCode)
-}
-
-func waitReady(base string) error {
-	probe := &http.Client{Timeout: time.Second}
-	for t0 := time.Now(); time.Since(t0) < 30*time.Second; time.Sleep(20 * time.Millisecond) {
-		if resp, err := probe.Get(base + "/"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("no 200 on GET / within 30 s")
-}
-
-// procStatus reads a kB field of /proc/pid/status, in bytes.
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 type document struct {

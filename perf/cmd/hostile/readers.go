@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,16 +144,9 @@ func runReaderRows(handlers []handlerBin, settle time.Duration) {
 // waits for their log lines (or the exit, for a SIGTERM row).
 func measureReaders(bin, upstream string, calls chan struct{}, row readerRow, settle time.Duration) (readerResult, error) {
 	var res readerResult
-	port, err := freePort()
+	cmd, port, err := handlerCommand(bin, upstream, "info")
 	if err != nil {
 		return res, err
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"FUNCTIONS_CUSTOMHANDLER_PORT=" + strconv.Itoa(port),
-		"AZURE_OPENAI_ENDPOINT=" + upstream, "AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini", "AZURE_OPENAI_API_KEY=hostile-key",
-		"REQUEST_BUDGET=5s", "FAST_FAILURE_THRESHOLD=2s", "LOG_LEVEL=info",
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -180,15 +172,8 @@ func measureReaders(bin, upstream string, calls chan struct{}, row readerRow, se
 	}()
 	stopped := false
 	defer func() {
-		if stopped {
-			return
-		}
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		if !stopped {
+			stopHandler(cmd, exited, 20*time.Second)
 		}
 	}()
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -351,24 +336,5 @@ func summarize(lines []map[string]any) (string, time.Duration) {
 			longest = max(longest, time.Duration(ms)*time.Millisecond)
 		}
 	}
-	var parts []string
-	for k, n := range counts {
-		parts = append(parts, fmt.Sprintf("%d x %s", n, k))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", "), longest
-}
-
-// cpuTime is the process's user and system time (/proc/pid/stat, clock
-// ticks of 10 ms).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return tally(counts), longest
 }
