@@ -46,58 +46,61 @@ type Truncated struct {
 	Shortened []string `json:"shortened,omitempty"`
 }
 
-// handleChat is POST /api/chat: timebox's own dialect at the two ends of
-// the chat pipeline. The caller's deadline and check ran before it (see
-// routes); then, in order: admission of the body, decoding, the dialect-free
-// middle (prepareChat: admission of the material, the material, the prompt
-// fit), the upstream call, and the answer, as JSON or as server-sent events.
-// Any failure goes through the error table (fail).
-func (s *server) handleChat() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		ticket := s.Admission.Ticket()
-		defer ticket.Release()
-		// The request's cost is taken before each commitment, the body
-		// before it is read.
-		if err := ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		req, err := decodeChat(ctx, w, r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		call, err := s.prepareChat(ctx, ticket, req)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if s.LongAnswers != nil {
-			s.longAnswer(w, r, call)
-			return
-		}
-		if wantsStream(r) {
-			s.stream(w, r, call)
-			return
-		}
-		resp, err := s.complete(ctx, call)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.settleAnswered(ctx)
-		stampTiming(w, r)
-		writeJSON(w, http.StatusOK, chatResponse(ctx, *resp, call.fit))
-	})
+// handleChat is POST /api/chat: the chat pipeline (serveChat) with
+// timebox's own dialect at its two ends.
+func (s *server) handleChat() http.Handler { return s.serveChat(s.readChat) }
+
+// readChat reads a request of timebox's dialect into its call: decoding,
+// then the dialect-free middle (prepareChat: admission of the material, the
+// material, the prompt fit), and the answer's form (JSON, server-sent
+// events, or a long answer in hops).
+func (s *server) readChat(w http.ResponseWriter, r *http.Request, ticket *admission.Ticket) (*chatCall, error) {
+	req, err := decodeChat(r.Context(), w, r)
+	if err != nil {
+		return nil, err
+	}
+	call, err := s.prepareChat(r.Context(), ticket, req)
+	if err != nil {
+		return nil, err
+	}
+	call.stream, call.long = wantsStream(r), s.LongAnswers != nil
+	call.out = timeboxAnswer{&call.fit}
+	return call, nil
 }
 
-// chatCall is a chat request ready for Azure OpenAI, in no dialect: what
-// is sent, and how the prompt was fitted.
-type chatCall struct {
-	req aoai.Request
-	fit prompt.Result
+// timeboxAnswer writes POST /api/chat's answers: a ChatResponse; streamed,
+// a delta event per piece of the answer as it arrives, then done (the
+// same ChatResponse) or error. An error event before the first delta
+// (only a keep-alive went out) carries the status and retry hints of the
+// JSON answer the caller would otherwise have had (judged by the client's
+// rule as that answer would be); after it, one that is never retried.
+type timeboxAnswer struct{ fit *prompt.Result }
+
+func (timeboxAnswer) whole(*aoai.Request) {}
+
+func (a timeboxAnswer) body(ctx context.Context, resp *aoai.Response) []byte {
+	return marshal(chatResponse(ctx, *resp, *a.fit))
 }
+
+func (timeboxAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {
+	req.OnDelta = func(text string) {
+		rec.firstToken(text)
+		if !es.delta(text) {
+			rec.tally.undelivered()
+		}
+		rec.tally.piece(text)
+	}
+}
+
+func (a timeboxAnswer) done(ctx context.Context, es *eventStream, resp *aoai.Response) {
+	es.last(eventDone, chatResponse(ctx, *resp, *a.fit))
+}
+
+func (timeboxAnswer) failed(ctx context.Context, es *eventStream, row errorRow, _ error) {
+	es.last(eventError, streamError(ctx, row, es.sentDelta()))
+}
+
+func (timeboxAnswer) refused(err error) error { return err }
 
 // prepareChat does everything between decoding and the upstream call, for
 // any dialect: it takes the material's cost from ticket, reads the

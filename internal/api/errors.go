@@ -340,12 +340,22 @@ func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, d dia
 
 // writeJSON writes v as the JSON body with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, marshal(v))
+}
+
+// marshal is v's JSON. Every value written here is a struct of strings and
+// numbers of this package's own or openaiwire's; a failure is a
+// programming error, answered as one.
+func marshal(v any) []byte {
 	body, err := json.Marshal(v)
 	if err != nil {
-		// Every body written here is a struct of strings and numbers of our
-		// own; a failure is a programming error, answered as one.
-		panic(fmt.Sprintf("api: encode a %d answer: %v", status, err))
+		panic(fmt.Sprintf("api: encode an answer: %v", err))
 	}
+	return body
+}
+
+// writeBody writes body, a JSON value, as the answer's body with status.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	body = append(body, '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")

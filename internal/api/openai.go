@@ -63,62 +63,43 @@ func (d openAIDialect) shouldRetry(row errorRow) string {
 // handleOpenAIChat is POST /openai/v1/chat/completions, the model named in
 // the body, and with inPath POST
 // /openai/deployments/{deployment}/chat/completions, the model named by the
-// path (the body's, which Azure OpenAI ignores there, too). After the
-// caller's deadline and check (routes): admission of the body, decoding,
-// the model check (404 model_not_found, no upstream call), the prompt
-// check (prepareOpenAI), the upstream call, and the answer, a
-// chat.completion or a stream of chunks.
+// path (the body's, which Azure OpenAI ignores there, too): the chat
+// pipeline (serveChat) with OpenAI's dialect at its two ends.
 func (s *server) handleOpenAIChat(inPath bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		ticket := s.Admission.Ticket()
-		defer ticket.Release()
-		if err := ticket.Take(admission.BodyCost(r.ContentLength, MaxBodyBytes)); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		body, err := readJSON(ctx, w, r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		req, err := openaiwire.DecodeChat(body)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		model, param := req.Model, "model"
-		if inPath {
-			model, param = chi.URLParam(r, "deployment"), ""
-		}
-		if !s.serves(model) {
-			s.fail(w, r, s.modelNotFound(model, param))
-			return
-		}
-		call, err := s.prepareOpenAI(ctx, req)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if req.IsStream() {
-			s.streamOpenAI(w, r, call, req.IncludeUsage())
-			return
-		}
-		var answer openaiwire.Assembler
-		call.req.OnChunk = func(c aoai.Chunk) {
-			if c.ToolCalls {
-				answer.Add(c.Data)
-			} else {
-				answer.AddText(c.Data, c.Text)
-			}
-		}
-		if _, err := s.complete(ctx, call); err != nil {
-			s.fail(w, r, rejected(err))
-			return
-		}
-		stampTiming(w, r)
-		writeJSON(w, http.StatusOK, answer.Completion(s.Deployment))
+	return s.serveChat(func(w http.ResponseWriter, r *http.Request, _ *admission.Ticket) (*chatCall, error) {
+		return s.readOpenAI(w, r, inPath)
 	})
+}
+
+// readOpenAI reads a request of OpenAI's dialect into its call: decoding,
+// the model check (404 model_not_found, no upstream call), the prompt
+// check (prepareOpenAI), and the answer's form, a chat.completion or a
+// stream of chunks. Nothing of it is material: the body's cost is the
+// request's.
+func (s *server) readOpenAI(w http.ResponseWriter, r *http.Request, inPath bool) (*chatCall, error) {
+	ctx := r.Context()
+	body, err := readJSON(ctx, w, r)
+	if err != nil {
+		return nil, err
+	}
+	req, err := openaiwire.DecodeChat(body)
+	if err != nil {
+		return nil, err
+	}
+	model, param := req.Model, "model"
+	if inPath {
+		model, param = chi.URLParam(r, "deployment"), ""
+	}
+	if !s.serves(model) {
+		return nil, s.modelNotFound(model, param)
+	}
+	call, err := s.prepareOpenAI(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	call.stream = req.IsStream()
+	call.out = &openAIAnswer{deployment: s.Deployment, includeUsage: req.IncludeUsage()}
+	return call, nil
 }
 
 // handleOpenAIModels is GET /openai/v1/models: the deployment this app

@@ -3,40 +3,57 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/tmaxmax/go-sse"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
-	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/openaiwire"
 )
 
-// streamOpenAI answers as OpenAI streams: Azure OpenAI's chunks passed on
-// as they came (tool-call deltas and content filter results included), as
-// data-only server-sent events, the usage chunk only when the caller asked
-// for it, then data: [DONE]. A silence is broken by ": keep-alive"
-// comments (timebox's one SSE writer, eventStream). Until a chunk carries
-// text or a tool call, the chunks are held back: a failure before then is
-// the ordinary JSON error with its status and x-should-retry, as an
-// attempt that failed before its first token is, and the SDK judges it by
-// them. After it, a failure (the deadline, a cut upstream, the content
-// filter stopping the answer) is one data: {"error": ...} frame, and the
-// stream ends there, without [DONE]: the SDKs raise it as an error.
-func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chatCall, includeUsage bool) {
-	ctx := r.Context()
-	rec := recordFrom(ctx)
-	rec.stream = true
-	es := openStream(w, func() { stampTiming(w, r) })
-	req := call.req
-	var held []aoai.Chunk // chunks before the first that carries an answer
-	// The last two chunks but the usage: the content filter's verdict is
-	// on the one that tripped it, the last or the one before the finish.
-	var last, prev string
+// openAIAnswer writes the OpenAI surface's answers. Whole, a
+// chat.completion assembled from Azure OpenAI's chunks. Streamed, Azure
+// OpenAI's chunks passed on as they came (tool-call deltas and content
+// filter results included), as data-only server-sent events, the usage
+// chunk only when the caller asked for it, then data: [DONE]. A silence is
+// broken by ": keep-alive" comments (timebox's one SSE writer,
+// eventStream). Until a chunk carries text or a tool call, the chunks are
+// held back: a failure before then is the ordinary JSON error with its
+// status and x-should-retry, as an attempt that failed before its first
+// token is, and the SDK judges it by them. After it, a failure (the
+// deadline, a cut upstream, the content filter stopping the answer) is one
+// data: {"error": ...} frame, and the stream ends there, without [DONE]:
+// the SDKs raise it as an error.
+type openAIAnswer struct {
+	deployment   string // the completion's model when the chunks name none
+	includeUsage bool   // stream_options.include_usage
+
+	answer openaiwire.Assembler // whole
+
+	// Streamed: the chunks before the first that carries an answer, and
+	// the last two chunks but the usage (the content filter's verdict is
+	// on the one that tripped it, the last or the one before the finish).
+	held       []aoai.Chunk
+	last, prev string
+}
+
+func (a *openAIAnswer) whole(req *aoai.Request) {
+	req.OnChunk = func(c aoai.Chunk) {
+		if c.ToolCalls {
+			a.answer.Add(c.Data)
+		} else {
+			a.answer.AddText(c.Data, c.Text)
+		}
+	}
+}
+
+func (a *openAIAnswer) body(context.Context, *aoai.Response) []byte {
+	return marshal(a.answer.Completion(a.deployment))
+}
+
+func (a *openAIAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {
+	a.held = []aoai.Chunk{}
 	// A chunk's text goes to the tally (OnDelta) after the chunk (OnChunk):
 	// a chunk the caller did not take marks it, and every later one, undelivered.
 	send := func(c aoai.Chunk) {
@@ -46,57 +63,37 @@ func (s *server) streamOpenAI(w http.ResponseWriter, r *http.Request, call *chat
 	}
 	req.OnChunk = func(c aoai.Chunk) {
 		if !c.Usage {
-			last, prev = c.Data, last
+			a.last, a.prev = c.Data, a.last
 		}
 		switch {
-		case c.Usage && !includeUsage:
-		case held != nil && c.Text == "" && !c.ToolCalls && !c.Usage:
-			held = append(held, c)
+		case c.Usage && !a.includeUsage:
+		case a.held != nil && c.Text == "" && !c.ToolCalls && !c.Usage:
+			a.held = append(a.held, c)
 		default:
-			for _, h := range held {
+			for _, h := range a.held {
 				send(h)
 			}
-			held = nil
+			a.held = nil
 			send(c)
 		}
 	}
-	held = []aoai.Chunk{}
-	start := time.Now()
-	resp, err := s.Chat.Complete(ctx, &req)
-	started := es.end()
-	rec.since("upstream", start)
-
-	if err == nil {
-		s.noteAnswer(ctx, *resp)
-	}
-	s.note(r, err)
-	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
-	switch {
-	case callerGone || es.failure() != nil:
-	case !started && err != nil:
-		s.fail(w, r, rejected(err))
-		return
-	case err == nil && resp.FinishReason == "content_filter":
-		err = errAnswerFiltered
-		fallthrough
-	case err != nil:
-		row := rowFor(err)
-		if err == errAnswerFiltered {
-			row.inner = json.RawMessage(openaiwire.FilterVerdict(last, prev))
-		}
-		rec.code = row.code
-		countTokens(rec)
-		es.data(openAIDialect{}.errorBody(row, "", nil))
-	default:
-		for _, h := range held {
-			send(h)
-		}
-		es.frame(openaiwire.Done)
-	}
-	if failed := es.failure(); failed != nil || callerGone {
-		noteUntaken(rec, failed, err)
-	}
 }
+
+func (a *openAIAnswer) done(_ context.Context, es *eventStream, _ *aoai.Response) {
+	for _, h := range a.held {
+		es.chunk(h.Data)
+	}
+	es.frame(openaiwire.Done)
+}
+
+func (a *openAIAnswer) failed(_ context.Context, es *eventStream, row errorRow, err error) {
+	if err == errAnswerFiltered {
+		row.inner = json.RawMessage(openaiwire.FilterVerdict(a.last, a.prev))
+	}
+	es.data(openAIDialect{}.errorBody(row, "", nil))
+}
+
+func (*openAIAnswer) refused(err error) error { return rejected(err) }
 
 // chunk sends one of Azure OpenAI's chunks as a data-only event, and
 // reports whether it went out.

@@ -16,13 +16,11 @@ import (
 var errAnswerFiltered = &Error{http.StatusBadRequest, apiwire.CodeContentFiltered,
 	"The rest of the answer was blocked by the content filter."}
 
-// stream answers as server-sent events: a delta per piece of the answer as
-// it arrives, then done (the same object as the JSON 200) or error. Until
-// the first event or keep-alive, a failure is the ordinary JSON error with
-// its status, so a fast failure stays retryable by status; after that it is
-// an error event: before the first delta one that carries that status and
-// its retry hints (judged by the client's rule as the JSON answer would
-// be), after it one that is never retried.
+// stream makes the upstream call and writes its answer as server-sent
+// events, in the call's dialect, as its pieces arrive. Until the first
+// frame or keep-alive, a failure is the ordinary error answer with its
+// status, so a fast failure stays retryable by status; after that the
+// dialect ends the stream with an error frame.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) {
 	ctx := r.Context()
 	rec := recordFrom(ctx)
@@ -32,13 +30,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	// (boundWrites).
 	es := openStream(w, func() { stampTiming(w, r) })
 	req := call.req
-	req.OnDelta = func(text string) {
-		rec.firstToken(text)
-		if !es.delta(text) {
-			rec.tally.undelivered()
-		}
-		rec.tally.piece(text)
-	}
+	call.out.streamed(&req, es, rec)
 	start := time.Now()
 	resp, err := s.Chat.Complete(ctx, &req)
 	// The keep-alive's goroutine reads rec's phases (Server-Timing) when it
@@ -54,19 +46,19 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	switch {
 	case callerGone || es.failure() != nil:
 	case !started && err != nil:
-		s.fail(w, r, err)
+		s.fail(w, r, call.out.refused(err))
 		return
 	case err == nil && resp.FinishReason == "content_filter":
 		err = errAnswerFiltered
 		fallthrough
 	case err != nil:
-		a := rowFor(err)
-		rec.code = a.code
+		row := rowFor(err)
+		rec.code = row.code
 		countTokens(rec)
-		es.last(eventError, streamError(ctx, a, es.sentDelta()))
+		call.out.failed(ctx, es, row, err)
 	default:
 		s.settleAnswered(ctx)
-		es.last(eventDone, chatResponse(ctx, *resp, call.fit))
+		call.out.done(ctx, es, resp)
 	}
 	if failed := es.failure(); failed != nil || callerGone {
 		noteUntaken(rec, failed, err)
