@@ -46,8 +46,8 @@ func (s *server) boundWrites(next http.Handler) http.Handler {
 // clientDeadline shortens the budget to the caller's timeout less
 // ClientTimeoutMargin, when that ends earlier, so that the caller is
 // answered before it gives up (budget.ShortenForClient). The caller's
-// timeout is its x-client-timeout-ms, or the X-Stainless-Timeout the OpenAI
-// SDKs send, whichever is shorter. A malformed value is left to
+// timeout is its x-client-timeout-ms, or the timeout the OpenAI SDKs
+// send, whichever is shorter. A malformed value is left to
 // refuseBadDeadline, which runs once the caller is known.
 func (s *server) clientDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,9 +75,10 @@ func (s *server) refuseBadDeadline(next http.Handler) http.Handler {
 }
 
 // callerTimeout is the caller's timeout: the shorter of x-client-timeout-ms
-// and X-Stainless-Timeout, 0 when it sent neither. An SDK's timeout shorter
-// than the least x-client-timeout-ms accepted counts as that least: the
-// SDK's user chose it, and is answered as soon as the server can.
+// and the SDK's timeout headers (openaiwire.Timeout), 0 when it sent
+// neither. An SDK's timeout shorter than the least x-client-timeout-ms
+// accepted counts as that least: the SDK's user chose it, and is answered
+// as soon as the server can.
 func (s *server) callerTimeout(r *http.Request) (time.Duration, error) {
 	ms, err := clientTimeout(r, s.minClientTimeout())
 	if err != nil {

@@ -1,6 +1,7 @@
 package openaiwire
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -107,18 +108,38 @@ func Rejected(obj []byte) *Error {
 	return out
 }
 
-// Timeout reads X-Stainless-Timeout, the request's timeout in whole seconds
-// that the Stainless-generated SDKs (openai-node, openai-python, openai-go)
-// send when one is set, as it is by default: 0 when absent. A value that is
-// not one positive whole number is an *Error.
+// maxTimeout is the longest SDK timeout read: a day. A longer one cannot
+// shorten any budget.
+const maxTimeout = 24 * time.Hour
+
+// Timeout is the request's timeout as the Stainless-generated SDKs send it,
+// 0 when they sent none: X-Stainless-Timeout, in whole seconds (openai-node,
+// openai-go), or X-Stainless-Read-Timeout, in seconds written as a decimal
+// ("600.0": openai-python, whose timeout bounds each read, and so the wait
+// for a JSON answer); the shorter when both came. A value that is not one
+// positive number of seconds, whole for X-Stainless-Timeout and at most a
+// day there, is an *Error; a read timeout over a day counts as a day.
 func Timeout(h http.Header) (time.Duration, error) {
-	vs := h.Values("X-Stainless-Timeout")
-	if len(vs) == 0 {
-		return 0, nil
+	var d time.Duration
+	if vs := h.Values("X-Stainless-Timeout"); len(vs) > 0 {
+		s, err := strconv.ParseInt(strings.TrimSpace(vs[0]), 10, 64)
+		if len(vs) > 1 || err != nil || s <= 0 || s > int64(maxTimeout/time.Second) {
+			return 0, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 1 to 86400.")
+		}
+		d = time.Duration(s) * time.Second
 	}
-	s, err := strconv.ParseInt(strings.TrimSpace(vs[0]), 10, 64)
-	if len(vs) > 1 || err != nil || s <= 0 || s > 24*60*60 {
-		return 0, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 1 to 86400.")
+	if vs := h.Values("X-Stainless-Read-Timeout"); len(vs) > 0 {
+		s, err := strconv.ParseFloat(strings.TrimSpace(vs[0]), 64)
+		if len(vs) > 1 || err != nil || !(s > 0) || math.IsInf(s, 0) {
+			return 0, Invalid("", "X-Stainless-Read-Timeout must be one positive number of seconds.")
+		}
+		read := maxTimeout
+		if s < maxTimeout.Seconds() {
+			read = max(time.Duration(s*float64(time.Second)), time.Nanosecond)
+		}
+		if d == 0 || read < d {
+			d = read
+		}
 	}
-	return time.Duration(s) * time.Second, nil
+	return d, nil
 }

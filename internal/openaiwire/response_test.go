@@ -142,3 +142,30 @@ func TestTimeout(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// openai-python sends its timeout as X-Stainless-Read-Timeout, a float's
+// str() ("600.0"), on every request: it counts as X-Stainless-Timeout does.
+func TestReadTimeout(t *testing.T) {
+	for value, want := range map[string]time.Duration{
+		"600.0":  10 * time.Minute,
+		"4.5":    4500 * time.Millisecond,
+		"1e+20":  24 * time.Hour, // more than a day shortens nothing
+		"1e-300": time.Nanosecond,
+	} {
+		d, err := openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {value}})
+		require.NoError(t, err, value)
+		assert.Equal(t, want, d, value)
+	}
+	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"30"}, "X-Stainless-Read-Timeout": {"600.0"}})
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, d, "the shorter of the two")
+	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}, "X-Stainless-Read-Timeout": {"30.0"}})
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, d, "the shorter of the two")
+	for _, bad := range []string{"0", "0.0", "-1.0", "nan", "inf", "soon", ""} {
+		_, err = openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {bad}})
+		assert.Error(t, err, bad)
+	}
+	_, err = openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {"1.0", "2.0"}})
+	assert.Error(t, err, "sent twice")
+}
