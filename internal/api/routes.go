@@ -59,6 +59,8 @@ func (s *server) routes() http.Handler {
 			r.With(s.settleQuota).Method(http.MethodPost, "/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
 			r.Method(http.MethodGet, "/v1/models", s.handleOpenAIModels())
 			r.Method(http.MethodHead, "/v1/models", s.handleOpenAIModels())
+			r.Method(http.MethodGet, "/models", s.handleOpenAIModels()) // AzureOpenAI's models.list(), ?api-version=...
+			r.Method(http.MethodHead, "/models", s.handleOpenAIModels())
 		})
 	})
 	return r

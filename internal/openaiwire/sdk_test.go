@@ -477,6 +477,12 @@ func TestGoSDKAzureEndpoint(t *testing.T) {
 		}
 		require.NoError(t, stream.Err())
 		assert.Equal(t, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10.", text)
+
+		// The Azure client lists models at /openai/models?api-version=...
+		models, err := c.Models.List(context.Background())
+		require.NoError(t, err)
+		require.Len(t, models.Data, 1)
+		assert.Equal(t, deployment, models.Data[0].ID)
 	})
 }
 
