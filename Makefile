@@ -38,7 +38,7 @@ test-spfx:
 sppkg:
 	bash spfx/scripts/build.sh sppkg
 
-# test-sdk: the official OpenAI SDK (openai on npm, pinned) in Node and in headless Chromium against the real handler and simulator.
+# test-sdk: the official OpenAI SDKs against the real handler and simulator: openai on npm (pinned) in Node and headless Chromium, openai on PyPI (pinned by hash, in sdk/python/.venv).
 test-sdk:
 	bash sdk/run.sh
 
