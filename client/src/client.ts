@@ -54,6 +54,8 @@ export interface SpfxRequestOptions {
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
+  /** A cancel sent as the page goes away: AadHttpClient hands its options to fetch, which lets the request outlive the page. */
+  keepalive?: boolean;
 }
 
 /**
@@ -64,8 +66,9 @@ export interface SpfxRequestOptions {
  * ignored `signal`.
  */
 export function spfxTransport(client: SpfxHttpClientLike, configuration: unknown): Transport {
-  return (url, { method, headers, body, signal }) => {
+  return (url, { method, headers, body, signal, keepalive }) => {
     const options: SpfxRequestOptions = body === undefined ? { headers, signal } : { headers, body, signal };
+    if (keepalive) options.keepalive = true;
     if (method === 'GET' && client.get) return client.get(url, configuration, options);
     return client.post(url, configuration, options);
   };

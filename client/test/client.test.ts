@@ -252,3 +252,21 @@ test('spfxTransport calls post(url, configuration, options) and get for health',
   assert.equal(seen[2].options.body, undefined);
   assert.ok(seen[0].options.signal instanceof AbortSignal);
 });
+
+test("spfxTransport hands a page-leaving cancel's keepalive to AadHttpClient, and nothing else gets it", async () => {
+  const clock = new FakeClock();
+  const seen: { url: string; keepalive?: boolean }[] = [];
+  const aad = {
+    post: async (url: string, _c: unknown, options: { keepalive?: boolean }): Promise<ResponseLike> => {
+      seen.push({ url, keepalive: options.keepalive });
+      return url.endsWith('/cancel') ? reply(204, '') : ok;
+    },
+  };
+  const client = new TimeboxClient({ baseUrl: 'https://app.example', transport: spfxTransport(aad, {}), clock });
+  await settle(clock, client.chat(question));
+  await settle(clock, client.cancel('c9', { keepalive: true }));
+  assert.deepEqual(seen, [
+    { url: 'https://app.example/api/chat', keepalive: undefined },
+    { url: 'https://app.example/api/chat/cancel', keepalive: true },
+  ]);
+});

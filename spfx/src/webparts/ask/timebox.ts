@@ -9,18 +9,30 @@ import type { AadHttpClient, AadHttpClientConfiguration, AadHttpClientFactory, A
 import { checkAppIdUri, checkFunctionAppUrl } from './settings';
 import { TimeboxClient, aadTokenTransport, spfxTransport, type AttemptEvent, type ChatResponse, type DeltaHandler, type Usage } from '@timebox/client';
 
+/** What the component hears while a call runs: every attempt, every piece of a streamed answer, every hop of a long one. */
+export interface AskOptions {
+  signal: AbortSignal;
+  onAttempt: (e: AttemptEvent) => void;
+  onDelta: DeltaHandler;
+  /** A long answer goes on in its next hop (2, 3, ...), with the cursor that cancels it. */
+  onHop: (hop: number, cursor: string) => void;
+}
+
 /**
  * What the component needs to ask a question: the call, cancellable, reporting every attempt (and every piece,
- * when it streams); and, through the same client, the caller's token quota (GET /api/usage).
+ * when it streams, and every hop of a long answer); and, through the same client, the caller's token quota
+ * (GET /api/usage) and the cancel of a long answer by its cursor (POST /api/chat/cancel), which
+ * `keepalive` lets outlive the page.
  */
-export type Ask = ((
-  question: string,
-  options: { signal: AbortSignal; onAttempt: (e: AttemptEvent) => void; onDelta: DeltaHandler },
-) => Promise<ChatResponse>) & { usage?: (signal: AbortSignal) => Promise<Usage> };
+export type Ask = ((question: string, options: AskOptions) => Promise<ChatResponse>) & {
+  usage?: (signal: AbortSignal) => Promise<Usage>;
+  cancel?: (cursor: string, options?: { keepalive?: boolean }) => Promise<void>;
+};
 
-/** Adds the usage reader to ask, over the same lazily made client. */
-function withUsage(ask: Ask, client: () => Promise<TimeboxClient>): Ask {
+/** Adds the usage reader and the cancel to ask, over the same lazily made client. */
+function withClient(ask: Ask, client: () => Promise<TimeboxClient>): Ask {
   ask.usage = async (signal) => (await client()).usage({ signal, attemptTimeoutMs: 10_000 });
+  ask.cancel = async (cursor, options) => (await client()).cancel(cursor, options);
   return ask;
 }
 
@@ -52,9 +64,9 @@ export function streamOverAadToken(
     }
     return client;
   };
-  return withUsage(async (question, { signal, onAttempt, onDelta }) => {
+  return withClient(async (question, { signal, onAttempt, onDelta, onHop }) => {
     const timebox = await get();
-    return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta });
+    return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta, onHop });
   }, get);
 }
 
@@ -86,9 +98,9 @@ export function askOverAad(
     }
     return client;
   };
-  return withUsage(async (question, { signal, onAttempt }) => {
+  return withClient(async (question, { signal, onAttempt, onHop }) => {
     const timebox = await get();
-    return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt });
+    return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onHop });
   }, get);
 }
 

@@ -1,6 +1,7 @@
 // What the Ask web part shows, computed from what the client reports, with no
 // React and no SPFx in it: the attempt timeline, the running counter, the
-// answer and the readable error. The component only renders these values.
+// answer, the part of a long answer being written and the readable error. The
+// component only renders these values.
 import { TimeboxError, type AttemptEvent, type ChatResponse, type Usage } from '@timebox/client';
 import * as strings from 'AskWebPartStrings';
 
@@ -9,6 +10,8 @@ export type Phase = 'idle' | 'running' | 'answered' | 'failed' | 'cancelled';
 /** One row of the attempt timeline, as text. */
 export interface TimelineRow {
   attempt: number;
+  /** The hop of a long answer the attempt was of (2, 3, ...); absent for the first. */
+  part?: number;
   status: string;
   elapsed: string;
   decision: string;
@@ -32,7 +35,10 @@ export interface AskView {
   /** When the last attempt ended, and the wait it announced: tells "running" from "waiting". */
   lastEventAt: number;
   lastWaitMs: number;
+  /** Attempts of the current part. */
   attempts: number;
+  /** The part of a long answer being written: 1, then 2, 3, ... for each hop that goes on. */
+  part: number;
   endedAt?: number;
   rows: TimelineRow[];
   /** The answer, or the text so far while it streams, or the text a failed stream had delivered. */
@@ -47,7 +53,7 @@ export interface AskView {
   error?: ErrorView;
 }
 
-export const idle: AskView = { phase: 'idle', startedAt: 0, lastEventAt: 0, lastWaitMs: 0, attempts: 0, rows: [], streaming: false, partial: false };
+export const idle: AskView = { phase: 'idle', startedAt: 0, lastEventAt: 0, lastWaitMs: 0, attempts: 0, part: 1, rows: [], streaming: false, partial: false };
 
 /** A duration as the demo page writes it: 850 ms, 2.35 s, 31.4 s. */
 export function duration(ms: number): string {
@@ -71,6 +77,7 @@ export function attempted(v: AskView, e: AttemptEvent, now: number): AskView {
   const decision = e.decision === 'success' ? 'success' : cancelled ? strings.Cancelled : e.retry ? 'retry' : `stop: ${e.decision}`;
   const row: TimelineRow = {
     attempt: e.attempt,
+    part: e.hop,
     status: e.status === 0 ? (cancelled ? '' : strings.NetworkError) : String(e.status),
     elapsed: duration(e.elapsedMs),
     decision,
@@ -80,6 +87,21 @@ export function attempted(v: AskView, e: AttemptEvent, now: number): AskView {
     kind: e.decision === 'success' ? 'success' : cancelled ? 'cancelled' : e.retry ? 'retry' : 'stop',
   };
   return { ...v, rows: [...v.rows, row], attempts: e.attempt, lastEventAt: now, lastWaitMs: e.retry ? e.waitMs : 0 };
+}
+
+/** A long answer goes on in its next hop (onHop): its attempts count from 1 again. */
+export function hopped(v: AskView, hop: number, now: number): AskView {
+  return v.phase === 'running' ? { ...v, part: hop, attempts: 0, lastEventAt: now, lastWaitMs: 0 } : v;
+}
+
+/** "still writing, part 2" while a long answer runs past its first hop; undefined otherwise. */
+export function partLine(v: AskView): string | undefined {
+  return v.phase === 'running' && v.part > 1 ? format(strings.StillWriting, String(v.part)) : undefined;
+}
+
+/** The timeline's first cell: the attempt, and the part of a long answer it was of. */
+export function attemptLabel(r: TimelineRow): string {
+  return r.part ? format(strings.AttemptOfPart, String(r.attempt), String(r.part)) : String(r.attempt);
 }
 
 /** A piece of the answer arrived (onDelta): the text so far replaces what was shown. */
@@ -114,7 +136,7 @@ export function failed(v: AskView, err: unknown, now: number, cancelled: boolean
     const rows: TimelineRow[] =
       last && last.kind === 'cancelled'
         ? v.rows
-        : [...v.rows, { attempt: v.attempts + 1, status: '', elapsed: '', decision: strings.CancelledBeforeSent, wait: '', code: '', kind: 'cancelled' }];
+        : [...v.rows, { attempt: v.attempts + 1, part: v.part > 1 ? v.part : undefined, status: '', elapsed: '', decision: strings.CancelledBeforeSent, wait: '', code: '', kind: 'cancelled' }];
     // Text that had streamed stays, marked as incomplete.
     return { ...v, phase: 'cancelled', endedAt: now, rows, partial: !!v.answer, error: { message: strings.CancelledMessage } };
   }
@@ -142,7 +164,8 @@ export function statusLine(v: AskView, now: number): string {
       return strings.StateIdle;
     case 'running': {
       const waitEnds = v.lastEventAt + v.lastWaitMs;
-      if (now < waitEnds) return format(strings.StateWaiting, String(v.attempts + 1), duration(waitEnds - now), total);
+      // Only an announced wait is counted down: a clock read before the last event is not one.
+      if (v.lastWaitMs > 0 && now < waitEnds) return format(strings.StateWaiting, String(v.attempts + 1), duration(waitEnds - now), total);
       if (v.streaming) return format(strings.StateStreaming, String(v.attempts + 1), duration(now - waitEnds), total);
       return format(strings.StateRunning, String(v.attempts + 1), duration(now - waitEnds), total);
     }

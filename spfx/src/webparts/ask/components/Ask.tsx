@@ -3,7 +3,7 @@ import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextFi
 import * as strings from 'AskWebPartStrings';
 
 import type { Ask as AskCall } from '../timebox';
-import { answered, attempted, failed, idle, started, statusLine, streamed, usageText, type AskView, type TimelineRow } from '../view';
+import { answered, attemptLabel, attempted, failed, hopped, idle, partLine, started, statusLine, streamed, usageText, type AskView, type TimelineRow } from '../view';
 
 export interface IAskProps {
   /** The configured call, or undefined while the property pane lacks the URL or the app ID URI. */
@@ -39,12 +39,16 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
   const [view, setView] = React.useState<AskView>(idle);
   const [now, setNow] = React.useState(() => Date.now());
   const controller = React.useRef<AbortController | undefined>(undefined);
+  // The cursor of the long answer in flight, from its latest hop: what cancels it at Azure OpenAI.
+  const cursor = React.useRef<string | undefined>(undefined);
   const running = view.phase === 'running';
   const classes = React.useMemo(() => classNames(getTheme()), []);
 
   const mounted = React.useRef(true);
 
-  // Leaving the page (the web part disposed, the component unmounted) cancels the call in flight.
+  // The web part disposed (the component unmounted, the page still there) cancels the call in
+  // flight: the abort ends the hop's connection, and past the first hop the client also cancels
+  // the long answer by its cursor.
   React.useEffect(
     () => () => {
       mounted.current = false;
@@ -52,6 +56,19 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
     },
     [],
   );
+
+  // A page that goes away (a tab closed, another site) takes the hop's connection with it, but a
+  // long answer goes on at Azure OpenAI until it is cancelled by its cursor, and only a keepalive
+  // request outlives the page. The signal is left alone: the cancel the client sends on an abort
+  // would not outlive the page, and would be a second one.
+  React.useEffect(() => {
+    const leave = (): void => {
+      const c = cursor.current;
+      if (controller.current && c) ask?.cancel?.(c, { keepalive: true }).catch(() => undefined);
+    };
+    window.addEventListener('pagehide', leave);
+    return () => window.removeEventListener('pagehide', leave);
+  }, [ask]);
 
   // The running counter: re-render while a call is in flight.
   React.useEffect(() => {
@@ -82,6 +99,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
     if (!ask || running || question.trim() === '') return;
     const c = new AbortController();
     controller.current = c;
+    cursor.current = undefined;
     setView(started(Date.now()));
     setNow(Date.now());
     try {
@@ -89,12 +107,19 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
         signal: c.signal,
         onAttempt: (e) => mounted.current && setView((v) => attempted(v, e, Date.now())),
         onDelta: (_piece, soFar) => mounted.current && setView((v) => streamed(v, soFar)),
+        onHop: (hop, next) => {
+          if (controller.current === c) cursor.current = next;
+          if (mounted.current) setView((v) => hopped(v, hop, Date.now()));
+        },
       });
       if (!c.signal.aborted) setView((v) => answered(v, r, Date.now()));
     } catch (err) {
       if (mounted.current) setView((v) => failed(v, err, Date.now(), c.signal.aborted));
     } finally {
-      if (controller.current === c) controller.current = undefined;
+      if (controller.current === c) {
+        controller.current = undefined;
+        cursor.current = undefined;
+      }
       if (mounted.current) setNow(Date.now());
     }
     await refreshUsage();
@@ -141,6 +166,11 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
               {statusLine(view, now)}
             </span>
           </Stack>
+          {partLine(view) && (
+            <span data-testid="part" aria-live="polite">
+              {partLine(view)}
+            </span>
+          )}
           {usage && (
             <span className={classes.details} data-testid="usage" aria-live="polite">
               {usage}
@@ -195,8 +225,8 @@ function Timeline({ rows, classes }: { rows: TimelineRow[]; classes: ReturnType<
       </thead>
       <tbody>
         {rows.map((r) => (
-          <tr key={r.attempt} className={classes[r.kind]}>
-            <td>{r.attempt}</td>
+          <tr key={`${r.part ?? 1}.${r.attempt}`} className={classes[r.kind]}>
+            <td>{attemptLabel(r)}</td>
             <td>{r.status}</td>
             <td>{r.elapsed}</td>
             <td>{r.decision}</td>

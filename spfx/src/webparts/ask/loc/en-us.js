@@ -42,6 +42,8 @@ define([], function () {
     DetailsTruncated: 'material cut to fit the model',
     UsageToday: '{0} of {1} tokens used today',
     UsageThisMonth: '{0} of {1} tokens used this month',
-    ShowUsageLabel: 'Show the tokens used of your quota'
+    ShowUsageLabel: 'Show the tokens used of your quota',
+    StillWriting: 'still writing, part {0}',
+    AttemptOfPart: '{0} (part {1})'
   };
 });

@@ -42,6 +42,8 @@ declare interface IAskWebPartStrings {
   UsageToday: string;
   UsageThisMonth: string;
   ShowUsageLabel: string;
+  StillWriting: string;
+  AttemptOfPart: string;
 }
 
 declare module 'AskWebPartStrings' {

@@ -30,6 +30,32 @@ afterEach(async () => {
   await server.close();
 });
 
+const restoreFetch: (() => void)[] = [];
+afterEach(() => restoreFetch.splice(0).forEach((restore) => restore()));
+
+/**
+ * Records, for every request the web part sends, its path and whether it asks
+ * to outlive the page (fetch's keepalive), then sends it: the flag is not on the wire.
+ */
+function watchKeepalive(): { path: string; keepalive: boolean }[] {
+  const real = globalThis.fetch;
+  const sent: { path: string; keepalive: boolean }[] = [];
+  globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    sent.push({ path: new URL(request.url).pathname, keepalive: request.keepalive });
+    return real(request);
+  }) as typeof fetch;
+  restoreFetch.push(() => (globalThis.fetch = real));
+  return sent;
+}
+
+/** The page goes away (a tab closed, another site), as the browser tells it. */
+function leavePage(): void {
+  act(() => {
+    window.dispatchEvent(new Event('pagehide'));
+  });
+}
+
 // The counter ticks once a minute unless a test watches it, so React renders only on what the test does.
 function renderAsk(tickMs = 60_000): ReturnType<typeof render> {
   return render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={tickMs} />);
@@ -149,6 +175,33 @@ describe('the Ask web part over AadHttpClient (whole answers)', () => {
     await act(() => ex.abandoned);
   });
 
+  it('follows a long answer past its first hop (202), says "still writing, part 2", and a page that goes away cancels it with keepalive', async () => {
+    const sent = watchKeepalive();
+    renderAsk();
+    const first = await ask('A very long report');
+    first.reply(202, { status: 'in_progress', cursor: 'cursor-2', partial: { answer: 'Part one. ' } }, { 'retry-after': '1', 'retry-after-ms': '5' });
+    const second = await arrived();
+    expect(second.url).toBe('/api/chat/continue');
+    expect(second.headers.accept).toBe('application/json');
+    expect(second.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(JSON.parse(second.body)).toEqual({ cursor: 'cursor-2' });
+    expect((await screen.findByTestId('part')).textContent).toBe('still writing, part 2');
+    expect(screen.getByRole('timer').textContent).toMatch(/^Attempt 1 running: /);
+
+    leavePage();
+    const cancel = await arrived();
+    expect(cancel.method).toBe('POST');
+    expect(cancel.url).toBe('/api/chat/cancel');
+    expect(cancel.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    expect(sent).toEqual([
+      { path: '/api/chat', keepalive: false },
+      { path: '/api/chat/continue', keepalive: false },
+      { path: '/api/chat/cancel', keepalive: true },
+    ]);
+    cancel.reply(204, '');
+  });
+
   it('asks for the Function App URL and the application ID URI until both are set', async () => {
     render(<Ask ask={undefined} />);
     await settled(/Set the Function App URL and its application ID URI/);
@@ -224,6 +277,115 @@ describe('the Ask web part over AadTokenProvider and fetch (streamed answers)', 
     await settled(/^Cancelled after /);
     expect(answerText()).toBe('PartlyIncomplete: the answer stopped here.');
     expect(rows()).toEqual([['1', '200', expect.any(String), 'cancelled by the user', '', '']]);
+  });
+});
+
+describe('the Ask web part and a long answer across hops (streamed)', () => {
+  function renderStreaming(): ReturnType<typeof render> {
+    return render(<Ask ask={streamOverAadToken(aadTokenProviderFactory(resources), server.url, APP_ID_URI)} tickMs={60_000} />);
+  }
+
+  /** Asks, streams the first hop's text and its continue event, and returns the second hop's stream once its text shows. */
+  async function secondHop(): Promise<{ second: Exchange; stream: ReturnType<Exchange['stream']> }> {
+    const first = await ask('A very long report');
+    const s1 = first.stream();
+    s1.event('delta', { text: 'Part one. ' });
+    s1.event('continue', { cursor: 'cursor-2' });
+    s1.end();
+    const second = await arrived();
+    const stream = second.stream();
+    stream.event('delta', { text: 'Part two' });
+    await waitFor(() => expect(answerText()).toBe('Part one. Part two'));
+    return { second, stream };
+  }
+
+  it('shows one answer growing across hops, "still writing, part 2" while it does, and each part\'s attempts', async () => {
+    renderStreaming();
+    const first = await ask('A very long report');
+    const s1 = first.stream();
+    s1.event('delta', { text: 'Part one. ' });
+    await waitFor(() => expect(answerText()).toBe('Part one. '));
+    expect(screen.queryByTestId('part')).toBeNull();
+    s1.event('continue', { cursor: 'cursor-2' });
+    s1.end();
+
+    const second = await arrived();
+    expect(second.method).toBe('POST');
+    expect(second.url).toBe('/api/chat/continue');
+    expect(second.headers.accept).toBe('text/event-stream');
+    expect(second.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(JSON.parse(second.body)).toEqual({ cursor: 'cursor-2' });
+    expect((await screen.findByTestId('part')).textContent).toBe('still writing, part 2');
+    expect(answerText()).toBe('Part one. ');
+
+    const s2 = second.stream();
+    s2.event('delta', { text: 'Part two.' });
+    await waitFor(() => expect(answerText()).toBe('Part one. Part two.'));
+    expect(screen.getByRole('timer').textContent).toMatch(/^Attempt 1 streaming the answer: /);
+    s2.event('done', ok('Part one. Part two.', 'req-long'));
+    s2.end();
+    await settled(/^Answered in /);
+    expect(answerText()).toBe('Part one. Part two.');
+    expect(screen.queryByTestId('part')).toBeNull();
+    expect(rows().map((r) => [r[0], r[1], r[3]])).toEqual([
+      ['1', '200', 'success'],
+      ['1 (part 2)', '200', 'success'],
+    ]);
+  });
+
+  it('Cancel during a later hop stops the generation upstream: the connection closes and the cancel carries the last cursor', async () => {
+    renderStreaming();
+    const { second } = await secondHop();
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    await act(() => second.abandoned);
+    const cancel = await arrived();
+    expect(cancel.method).toBe('POST');
+    expect(cancel.url).toBe('/api/chat/cancel');
+    expect(cancel.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    cancel.reply(204, '');
+    await settled(/^Cancelled after /);
+    expect(answerText()).toBe('Part one. Part twoIncomplete: the answer stopped here.');
+    expect(screen.queryByTestId('part')).toBeNull();
+  });
+
+  it('a page that goes away cancels the long answer with a request that outlives it; in the first hop there is nothing to cancel', async () => {
+    const sent = watchKeepalive();
+    renderStreaming();
+    const first = await ask('A very long report');
+    const s1 = first.stream();
+    s1.event('delta', { text: 'Part one. ' });
+    await waitFor(() => expect(answerText()).toBe('Part one. '));
+    // No cursor yet: the first hop's connection, which goes with the page, is what ends it.
+    leavePage();
+    s1.event('continue', { cursor: 'cursor-2' });
+    s1.end();
+    const second = await arrived();
+    expect(second.url).toBe('/api/chat/continue');
+    second.stream().event('delta', { text: 'Part two' });
+    await waitFor(() => expect(answerText()).toBe('Part one. Part two'));
+
+    leavePage();
+    const cancel = await arrived();
+    expect(cancel.url).toBe('/api/chat/cancel');
+    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    expect(sent).toEqual([
+      { path: '/api/chat', keepalive: false },
+      { path: '/api/chat/continue', keepalive: false },
+      { path: '/api/chat/cancel', keepalive: true },
+    ]);
+    cancel.reply(204, '');
+  });
+
+  it('the web part going away during a later hop cancels the long answer upstream', async () => {
+    const { unmount } = renderStreaming();
+    const { second } = await secondHop();
+    act(() => unmount());
+    await act(() => second.abandoned);
+    const cancel = await arrived();
+    expect(cancel.url).toBe('/api/chat/cancel');
+    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    cancel.reply(204, '');
   });
 });
 

@@ -27,7 +27,7 @@ const noop = (): void => undefined;
 
 /** Asks once through `ask`, answering the request at the server; returns what the server received. */
 async function askOnce(ask: NonNullable<ReturnType<typeof askFor>>): Promise<{ url: string; accept: string | undefined }> {
-  const call = ask('hi', { signal: new AbortController().signal, onAttempt: noop, onDelta: noop });
+  const call = ask('hi', { signal: new AbortController().signal, onAttempt: noop, onDelta: noop, onHop: noop });
   const ex = await server.next();
   ex.reply(200, { answer: 'ok', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, requestId: 'r', elapsedMs: 1, upstreamAttempts: 1, truncated: false });
   await call;

@@ -1,6 +1,6 @@
 import { TimeboxError, type AttemptEvent, type ChatResponse } from '@timebox/client';
 
-import { answerDetails, answered, attempted, duration, errorView, failed, started, statusLine, streamed } from '../view';
+import { answerDetails, answered, attemptLabel, attempted, duration, errorView, failed, hopped, partLine, started, statusLine, streamed } from '../view';
 
 const event = (e: Partial<AttemptEvent>): AttemptEvent => ({
   attempt: 1, status: 200, elapsedMs: 120, decision: 'success', retry: false, waitMs: 0, timeout: false, ...e,
@@ -125,5 +125,26 @@ describe('a streamed answer', () => {
   it('marks nothing partial when nothing had arrived', () => {
     const v = failed(started(0), new Error('token refused'), 10, false);
     expect(v).toMatchObject({ phase: 'failed', answer: undefined, partial: false });
+  });
+});
+
+describe('a long answer across hops', () => {
+  it('says "still writing, part N" while it runs past its first hop, and counts each part\'s attempts from 1', () => {
+    let v = streamed(attempted(started(0), event({ attempt: 1, elapsedMs: 200_000 }), 200_000), 'Part one. ');
+    expect(partLine(v)).toBeUndefined();
+    v = hopped(v, 2, 200_010);
+    expect(partLine(v)).toBe('still writing, part 2');
+    expect(statusLine(v, 201_010)).toBe('Attempt 1 streaming the answer: 1.00 s (total 201.0 s).');
+    v = attempted(v, event({ attempt: 1, elapsedMs: 150_000, hop: 2 }), 350_010);
+    expect(v.rows.map(attemptLabel)).toEqual(['1', '1 (part 2)']);
+    v = hopped(v, 3, 350_020);
+    expect(partLine(v)).toBe('still writing, part 3');
+    expect(partLine(answered(v, response, 400_000))).toBeUndefined();
+  });
+
+  it('gives a cancel between hops a row of the part it would have been', () => {
+    const v = failed(hopped(started(0), 2, 1000), new DOMException('Cancelled by the user.', 'AbortError'), 1000, true);
+    expect(v.rows.map(attemptLabel)).toEqual(['1 (part 2)']);
+    expect(partLine(v)).toBeUndefined();
   });
 });
