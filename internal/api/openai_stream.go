@@ -111,30 +111,27 @@ func (es *eventStream) data(v any) {
 // frame sends data as an event with no name (OpenAI's framing: no "event:"
 // line), and reports whether it went out.
 func (es *eventStream) frame(data string) bool {
-	var m io.WriterTo = dataFrame(data)
-	if strings.ContainsAny(data, "\r\n") {
+	if strings.IndexByte(data, '\n') >= 0 || strings.IndexByte(data, '\r') >= 0 {
 		// Not one line (no JSON of Azure's or ours is): go-sse splits it.
 		msg := &sse.Message{}
 		msg.AppendData(data)
-		m = msg
+		es.mu.Lock()
+		defer es.mu.Unlock()
+		return es.write(msg)
 	}
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	return es.write(m)
+	// One Write of the whole frame, from a buffer the stream keeps: the
+	// writers on the way (the log's, the body guard's) take bytes, and a
+	// string written to them would be copied on each of its three parts.
+	es.frameBuf = append(append(append(es.frameBuf[:0], "data: "...), data...), "\n\n"...)
+	return es.write((*dataFrame)(&es.frameBuf))
 }
 
-// dataFrame is a one-line event's data, written as "data: <it>\n\n" with no
-// copy of it: most frames of a stream are Azure OpenAI's chunks as they came.
-type dataFrame string
+// dataFrame is a whole event, written as it is in one Write.
+type dataFrame []byte
 
-func (d dataFrame) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	for _, s := range [...]string{"data: ", string(d), "\n\n"} {
-		m, err := io.WriteString(w, s)
-		n += int64(m)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+func (d *dataFrame) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(*d)
+	return int64(n), err
 }
