@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
@@ -111,6 +112,9 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 		// would stop a synctest bubble's clock until Azurite closed it.
 		Quota: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 	}
+	if o.quotaStore != nil {
+		seams.Quota = o.quotaStore(seams.Quota)
+	}
 	if o.issuer != nil {
 		// Entra ID is the local issuer, whatever AZURE_AUTHORITY_HOST names.
 		_, seams.Authority = memnet.Serve(t, o.issuer)
@@ -155,6 +159,7 @@ type options struct {
 	extractor  api.Extractor
 	issuer     http.Handler
 	credential azcore.TokenCredential
+	quotaStore func(next policy.Transporter) policy.Transporter
 }
 
 type option func(*options)
@@ -163,6 +168,11 @@ type option func(*options)
 // managed identity's in Azure), used when AZURE_OPENAI_API_KEY is empty.
 func withUpstreamCredential(c azcore.TokenCredential) option {
 	return func(o *options) { o.credential = c }
+}
+
+// withQuotaStore wraps the quota store's transport.
+func withQuotaStore(wrap func(next policy.Transporter) policy.Transporter) option {
+	return func(o *options) { o.quotaStore = wrap }
 }
 
 // withWeb serves every page fetch with h.

@@ -1,13 +1,18 @@
 package api_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +21,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
+	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
 // The quota in the chat pipeline, against a real Azurite (the tests skip
@@ -128,6 +134,70 @@ func TestQuotaStoreUnreachable(t *testing.T) {
 			assert.Empty(t, w.Header().Get("x-should-retry"), "retryable")
 			assert.Empty(t, h.sim.Requests(), "nothing sent upstream")
 			assert.Equal(t, "unavailable", line["quota"])
+		})
+	}
+}
+
+// slowWrites makes each of the store's batches (a reservation's, a
+// settlement's) take a second of the bubble's virtual time.
+type slowWrites struct{ next policy.Transporter }
+
+func (s slowWrites) Do(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "$batch") {
+		time.Sleep(time.Second) // only in a synctest bubble: virtual time
+	}
+	return s.next.Do(r)
+}
+
+// TestAnswerIsCountedWhenItArrives: a whole answer is settled before it is
+// written, so a page that reads GET /api/usage the moment the answer's
+// body (JSON) or its done event (a stream; a long answer's last hop)
+// arrives finds it counted. The store's writes take a second of virtual
+// time, and the usage read none: a settlement after the answer would not
+// be seen.
+func TestAnswerIsCountedWhenItArrives(t *testing.T) {
+	az := azuritetest.Start(t)
+	for _, tt := range []struct {
+		name, deployment string
+		stream           bool
+	}{
+		{"json", "gpt-4o-mini", false},
+		{"stream", "gpt-4o-mini", true},
+		{"long answer", "o3", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, map[string]string{
+					"AZURE_OPENAI_DEPLOYMENT": tt.deployment, "QUOTA_TABLE_ENDPOINT": az.Endpoint,
+					"QUOTA_USER_DAILY_TOKENS": "100000", "QUOTA_TABLE": strings.ReplaceAll(tt.name, " ", ""),
+				}, aoaitest.Options{Deployments: []string{tt.deployment}}, withQuotaStore(func(next policy.Transporter) policy.Transporter { return slowWrites{next} }))
+				t.Cleanup(h.sim.Close)
+				_, client := memnet.Serve(t, h.handler)
+				r := chatRequest(ask("hi"))
+				r.URL, r.RequestURI = &url.URL{Scheme: "http", Host: "timebox.test", Path: "/api/chat"}, ""
+				if tt.stream {
+					r.Header.Set("Accept", "text/event-stream")
+				}
+				resp, err := client.Do(r)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+
+				var answer api.ChatResponse
+				if tt.stream {
+					sc := bufio.NewScanner(resp.Body)
+					done := false
+					for !done && sc.Scan() {
+						done = sc.Text() == "event: done"
+					}
+					require.True(t, sc.Scan(), "the done event's data")
+					require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(sc.Text(), "data: ")), &answer))
+				} else {
+					require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
+				}
+				require.Positive(t, answer.Usage.TotalTokens)
+				assert.EqualValues(t, answer.Usage.TotalTokens, usageOf(t, h).User.Day.Used, "counted when it arrives")
+			})
 		})
 	}
 }
