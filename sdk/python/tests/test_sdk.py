@@ -206,6 +206,22 @@ class Surface:
         self.assertRegex(text, r"^1, 2, 3", "the text so far arrived first")
         self.assertEqual(len(c.upstream), 1)
 
+    def test_a_stream_at_the_deadline_ends_in_an_error_after_the_text_so_far(self) -> None:
+        text = ""
+
+        def run() -> None:
+            nonlocal text
+            for chunk in self.sdk.chat.completions.create(model=DEPLOYMENT, messages=ask("[[sim:hang tokens=5]] Count to 50."), stream=True):
+                if chunk.choices:
+                    text += chunk.choices[0].delta.content or ""
+
+        c = counted(run)
+        self.assertIsInstance(c.error, openai.APIError)
+        self.assertEqual(c.error.code, "deadline_exceeded")
+        self.assertRegex(c.error.message, "did not answer in time")
+        self.assertRegex(text, r"^1, 2", "the text so far arrived first")
+        self.assertEqual(len(c.upstream), 1, "not asked again")
+
     def test_the_sdks_timeout_shortens_the_budget(self) -> None:
         # A read timeout of 4 s, under the 6 s budget: timebox answers its deadline 2 s (CLIENT_TIMEOUT_MARGIN)
         # before it, not retried; else the SDK would time out itself, and retry.
