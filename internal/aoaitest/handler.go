@@ -124,31 +124,8 @@ func (ex *exchange) serve() {
 		}
 	}
 
-	v := ex.s.admit(ex.deployment, prompt+maxTokens)
-	if !v.ok {
-		wait := v.wait
-		if v.never {
-			// Azure's answer to a request that can never fit the quota.
-			wait = 86400 * time.Second
-		}
-		ex.throttled(wait, v)
-		return
-	}
-	// The prompt and completion must fit the window, and the prompt alone
-	// the input limit where the model has one (gpt-5: 272,000 of 400,000).
-	f := ex.s.facts(ex.model)
-	window := f.ContextWindow
-	if f.InputLimit > 0 && prompt > f.InputLimit {
-		window = f.InputLimit
-	}
-	if prompt+maxTokens > f.ContextWindow || prompt > window {
-		ex.setRateHeaders(v)
-		ex.model400(invalidRequest{
-			Message: contextMessage(window, prompt, maxTokens),
-			Type:    "invalid_request_error",
-			Param:   strPtr("messages"),
-			Code:    strPtr("context_length_exceeded"),
-		})
+	v, ok := ex.admitAndFit(prompt, maxTokens, "messages")
+	if !ok {
 		return
 	}
 	ans := newAnswer(counter, answerText(lastUserText(req.Messages), ex.model), maxTokens)

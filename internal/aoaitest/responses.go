@@ -136,23 +136,8 @@ func (ex *exchange) create() {
 		ex.fault(callFault)
 		return
 	}
-	v := ex.s.admit(ex.deployment, prompt+maxOut)
-	if !v.ok {
-		wait := v.wait
-		if v.never {
-			wait = 86400 * time.Second
-		}
-		ex.throttled(wait, v)
-		return
-	}
-	f := ex.s.facts(ex.model)
-	window := f.ContextWindow
-	if f.InputLimit > 0 && prompt > f.InputLimit {
-		window = f.InputLimit
-	}
-	if prompt+maxOut > f.ContextWindow || prompt > window {
-		ex.setRateHeaders(v)
-		ex.model400(invalidRequest{Message: contextMessage(window, prompt, maxOut), Type: "invalid_request_error", Param: strPtr("input"), Code: strPtr("context_length_exceeded")})
+	v, ok := ex.admitAndFit(prompt, maxOut, "input")
+	if !ok {
 		return
 	}
 	g.ans = newAnswer(counter, answerText(lastUserText(req.Input), ex.model), maxOut)

@@ -200,3 +200,22 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// A response whose prompt and output limit overrun the model's window is
+// refused before it starts, as Chat Completions refuses one, but with the
+// error naming the Responses API's own field, input.
+func TestResponsesRefuseWhatOverrunsTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, hc := simOf(t, aoaitest.Options{})
+		body, err := json.Marshal(map[string]any{"model": "o3", "input": "hi", "max_output_tokens": 10_000_000})
+		require.NoError(t, err)
+		status, answer := rcall(context.Background(), t, hc, http.MethodPost, "/openai/v1/responses", string(body))
+		assert.Equal(t, http.StatusBadRequest, status, answer)
+		var e struct {
+			Error struct{ Code, Param string } `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(answer), &e), answer)
+		assert.Equal(t, "context_length_exceeded", e.Error.Code)
+		assert.Equal(t, "input", e.Error.Param)
+	})
+}
