@@ -17,55 +17,86 @@ import (
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
-// timebox ask follows a long answer across its hops, streamed or not,
-// against the whole stack on an o3 deployment (background mode), in virtual
-// time: the answer on stdout is the simulator's, whole, once; stderr says
-// each later part.
+// long600 is a generation of 600 s: hops of under 200 s take four.
+const long600 = "Count to 300, with a comma between each number, no newlines and a period at the end. [[sim:long s=600]]"
+
+// longAsk is what timebox ask did with a long answer: its stdout and
+// stderr, the simulator's text of the generation, and the paths it sent.
+type longAsk struct {
+	out, errOut, text string
+	paths             []string
+}
+
+// askLong runs timebox ask (--stream when stream) against the whole stack
+// on an o3 deployment (background mode), in virtual time, inside the
+// caller's synctest bubble.
+func askLong(t *testing.T, question string, stream bool) longAsk {
+	t.Helper()
+	const key = "sim-key"
+	settings := map[string]string{
+		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "o3", "AZURE_OPENAI_API_KEY": key,
+	}
+	cfg, err := config.Load(func(k string) string { return settings[k] })
+	require.NoError(t, err)
+	sim := aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"o3"}})
+	_, simClient := memnet.Serve(t, sim)
+	t.Cleanup(sim.Close)
+	a, err := app.New(cfg, app.Seams{Version: "test", Upstream: simClient})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var paths []string
+	_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		a.Handler.ServeHTTP(w, r)
+	}))
+	args := []string{"ask", "--url", "http://app.test", question}
+	if stream {
+		args = append(args[:1], append([]string{"--stream"}, args[1:]...)...)
+	}
+	var out, errOut bytes.Buffer
+	err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
+	require.NoError(t, err, errOut.String())
+	synctest.Wait()
+	info, _ := sim.Generation(sim.Requests()[0].ResponseID)
+	mu.Lock()
+	defer mu.Unlock()
+	return longAsk{out: out.String(), errOut: errOut.String(), text: info.Text, paths: paths}
+}
+
+func modes() map[string]bool { return map[string]bool{"streamed": true, "json": false} }
+
+// timebox ask follows a long answer across its hops, streamed or not: the
+// answer on stdout is the simulator's, whole, once; stderr says each later
+// part.
 func TestStackFollowsALongAnswer(t *testing.T) {
-	const question = "Count to 300, with a comma between each number, no newlines and a period at the end. [[sim:long s=600]]"
-	for _, stream := range []bool{true, false} {
-		name := "streamed"
-		if !stream {
-			name = "json"
-		}
+	for name, stream := range modes() {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				const key = "sim-key"
-				settings := map[string]string{
-					"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "o3", "AZURE_OPENAI_API_KEY": key,
-				}
-				cfg, err := config.Load(func(k string) string { return settings[k] })
-				require.NoError(t, err)
-				sim := aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"o3"}})
-				_, simClient := memnet.Serve(t, sim)
-				t.Cleanup(sim.Close)
-				a, err := app.New(cfg, app.Seams{Version: "test", Upstream: simClient})
-				require.NoError(t, err)
-				var mu sync.Mutex
-				var paths []string
-				_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					mu.Lock()
-					paths = append(paths, r.URL.Path)
-					mu.Unlock()
-					a.Handler.ServeHTTP(w, r)
-				}))
-				args := []string{"ask", "--url", "http://app.test", question}
-				if stream {
-					args = append(args[:1], append([]string{"--stream"}, args[1:]...)...)
-				}
-				var out, errOut bytes.Buffer
-				err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
-				require.NoError(t, err, errOut.String())
-				synctest.Wait()
-				id := sim.Requests()[0].ResponseID
-				info, _ := sim.Generation(id)
-				assert.Equal(t, info.Text+"\n", out.String(), "the whole answer, once")
-				assert.Contains(t, errOut.String(), "still writing, part 2\n")
-				assert.Contains(t, errOut.String(), "still writing, part 4\n")
-				mu.Lock()
-				defer mu.Unlock()
-				assert.Equal(t, "/api/chat", paths[0])
-				assert.GreaterOrEqual(t, strings.Count(strings.Join(paths, " "), "/api/chat/continue"), 3)
+				got := askLong(t, long600, stream)
+				assert.Equal(t, got.text+"\n", got.out, "the whole answer, once")
+				assert.Contains(t, got.errOut, "still writing, part 2\n")
+				assert.Contains(t, got.errOut, "still writing, part 4\n")
+				assert.Equal(t, "/api/chat", got.paths[0])
+				assert.GreaterOrEqual(t, strings.Count(strings.Join(got.paths, " "), "/api/chat/continue"), 3)
+			})
+		})
+	}
+}
+
+// A fast 503 on a continue is tried again with the same cursor: the answer
+// is still the simulator's, whole, once, with no text repeated or lost,
+// and the hop took one more request than it had parts.
+func TestStackFollowsALongAnswerThroughAFast503(t *testing.T) {
+	for name, stream := range modes() {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				got := askLong(t, long600+" [[sim:status code=503 on=resume times=1 id=c503]]", stream)
+				assert.Equal(t, got.text+"\n", got.out, "the whole answer, once")
+				parts := strings.Count(got.errOut, "still writing, part ")
+				assert.GreaterOrEqual(t, parts, 3, got.errOut)
+				assert.Equal(t, parts+1, strings.Count(strings.Join(got.paths, " "), "/api/chat/continue"), "one continue sent twice")
 			})
 		})
 	}

@@ -40,8 +40,8 @@ func longHarness(t *testing.T, env map[string]string) *harness {
 }
 
 // send posts body to path over an in-memory connection, streamed or not,
-// and reads the answer to its end.
-func (h *harness) send(ctx context.Context, path, body string, stream bool) streamed {
+// with headers (name, value, ...), and reads the answer to its end.
+func (h *harness) send(ctx context.Context, path, body string, stream bool, headers ...string) streamed {
 	h.t.Helper()
 	_, client := memnet.Serve(h.t, h.handler)
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://timebox.test"+path, strings.NewReader(body))
@@ -50,6 +50,9 @@ func (h *harness) send(ctx context.Context, path, body string, stream bool) stre
 	r.Header.Set("Origin", allowedOrigin)
 	if stream {
 		r.Header.Set("Accept", "text/event-stream")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Header.Set(headers[i], headers[i+1])
 	}
 	start := time.Now()
 	resp, err := client.Do(r)
