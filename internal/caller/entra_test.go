@@ -27,16 +27,18 @@ const (
 )
 
 // stack is an Entra checker and the local issuer it trusts, joined by an
-// in-memory network so the clock is the bubble's.
+// in-memory network so that, inside a synctest bubble, the clock is the
+// bubble's.
 type stack struct {
-	t      *testing.T
+	t      testing.TB
 	iss    *issuertest.Issuer
 	entra  *caller.Entra
 	policy caller.Policy
 }
 
-// newStack builds it; call it inside a synctest bubble.
-func newStack(t *testing.T, iss *issuertest.Issuer, policy caller.Policy) *stack {
+// newStack builds it; call it inside a synctest bubble where a test's
+// clock matters (the benchmark and the fuzz target need none).
+func newStack(t testing.TB, iss *issuertest.Issuer, policy caller.Policy) *stack {
 	t.Helper()
 	_, client := memnet.Serve(t, iss)
 	u, _ := url.Parse(authority)
@@ -80,7 +82,7 @@ func kindOf(err error) caller.Kind {
 	return 0
 }
 
-func newIssuer(t *testing.T) *issuertest.Issuer {
+func newIssuer(t testing.TB) *issuertest.Issuer {
 	t.Helper()
 	iss, err := issuertest.New()
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 
 	"github.com/timebox-dev/timebox/internal/caller"
@@ -17,31 +16,14 @@ import (
 // *caller.Error, and the only inputs accepted are the tokens the issuer
 // signed (no mutation of one verifies).
 func FuzzEntraAuthorization(f *testing.F) {
-	iss, err := issuertest.New()
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv := httptest.NewServer(iss)
-	f.Cleanup(srv.Close)
-	u, _ := url.Parse(srv.URL)
-	e, err := caller.NewEntra(caller.EntraOptions{Authority: u, Audiences: []string{audience}, Policy: caller.Policy{Tenants: []string{tenant}}})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := newStack(f, newIssuer(f), caller.Policy{})
 	signed := map[string]bool{}
 	for _, tok := range []issuertest.Token{{Version: 1}, {Version: 2}, {Forgery: issuertest.AlgNone}, {Forgery: issuertest.HMACWithPublicKey}, {Forgery: issuertest.BadSignature}, {Audience: "api://other"}} {
-		tok.Authority, tok.Tenant = srv.URL, tenant
-		if tok.Audience == "" {
-			tok.Audience = audience
+		authorization := "Bearer " + s.mint(tok)
+		if tok.Forgery == issuertest.NoForgery && tok.Audience == "" {
+			signed[authorization] = true
 		}
-		raw, err := iss.Mint(tok)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if tok.Forgery == issuertest.NoForgery && tok.Audience == audience {
-			signed["Bearer "+raw] = true
-		}
-		f.Add("Bearer " + raw)
+		f.Add(authorization)
 	}
 	f.Add("")
 	f.Add("Bearer ")
@@ -53,7 +35,7 @@ func FuzzEntraAuthorization(f *testing.F) {
 	for a := range signed {
 		r := httptest.NewRequest(http.MethodPost, "/api/chat", nil)
 		r.Header.Set("Authorization", a)
-		if _, err := e.Check(context.Background(), r); err != nil {
+		if _, err := s.entra.Check(context.Background(), r); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -62,7 +44,7 @@ func FuzzEntraAuthorization(f *testing.F) {
 		if authorization != "" {
 			r.Header["Authorization"] = []string{authorization}
 		}
-		c, err := e.Check(context.Background(), r)
+		c, err := s.entra.Check(context.Background(), r)
 		if err == nil {
 			if !signed[authorization] && !signed["Bearer "+trimBearer(authorization)] {
 				t.Fatalf("accepted an input the issuer never signed: %q -> %+v", authorization, c)
