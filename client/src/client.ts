@@ -310,8 +310,9 @@ export class TimeboxClient {
 
   /**
    * What the hops of one long answer share: the caller's deadline over all of
-   * them, its onHop, and a cancel of the answer when its signal ends it
-   * between hops (during a hop the connection's end cancels it).
+   * them, its onHop, and a cancel of the answer by its last cursor when its
+   * signal ends it after the first hop, between hops or during one (the
+   * first hop has no cursor: its connection's end cancels it).
    */
   private hops(options: CallOptions) {
     const clock = this.options.clock ?? systemClock;
