@@ -43,14 +43,16 @@ const client = new TimeboxClient({
   ...(config.tokenUrl ? { transport: bearerTransport(localToken) } : {}),
 });
 
-// The caller's quota, under the form: read when the page opens and after every answer, refused or not. Without
-// quotas (or when the usage cannot be read) the line is hidden: it is information, not part of the answer.
+// The caller's quota, under the form: read when the page opens and after every answer, refused or not. It is
+// information, not part of the answer: read at once or not at all (within 4 s, so a store that is down, whose
+// 503 asks for a 5 s wait, is not waited for). A store that is down says so; without quotas, or on any other
+// failure, the line is hidden.
 async function showUsage() {
   let line;
   try {
-    line = usageLine(await client.usage({ attemptTimeoutMs: 10_000 }));
-  } catch {
-    line = undefined;
+    line = usageLine(await client.usage({ attemptTimeoutMs: 4_000, deadlineMs: 4_000 }));
+  } catch (err) {
+    line = err instanceof TimeboxError && err.code === 'quota_unavailable' ? 'Token usage is unavailable right now.' : undefined;
   }
   $('usage').textContent = line ?? '';
   $('usage').hidden = !line;

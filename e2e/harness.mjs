@@ -125,7 +125,9 @@ export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience:
  * With pages = n, n more free ports are picked and their origins allowed
  * (stack.pages: URLs for the caller's own page servers).
  * With quota ({ userDaily }), Azurite's Table service (tools/azurite) holds
- * the handler's quotas, with that limit per user and day.
+ * the handler's quotas, with that limit per user and day; with
+ * quota.storeDown, no store answers at the quota endpoint (a port nothing
+ * listens on), and quota.failOpen sets QUOTA_FAIL_OPEN=true.
  */
 export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini', quota = undefined } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
@@ -230,10 +232,16 @@ export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4
     await waitFor(`http://127.0.0.1:${simPort}/`, 'the simulator');
     let quotas = {};
     if (quota) {
-      const azurite = new Proc('azurite', 'bash', ['scripts/azurite.sh', 'table', String(tablePort)], baseEnv);
-      procs.push(azurite);
-      await azurite.waitForLine((l) => l.includes('successfully started'), { timeoutMs: 60_000 });
-      quotas = { QUOTA_TABLE_ENDPOINT: `http://127.0.0.1:${tablePort}/devstoreaccount1`, QUOTA_USER_DAILY_TOKENS: String(quota.userDaily) };
+      if (!quota.storeDown) {
+        const azurite = new Proc('azurite', 'bash', ['scripts/azurite.sh', 'table', String(tablePort)], baseEnv);
+        procs.push(azurite);
+        await azurite.waitForLine((l) => l.includes('successfully started'), { timeoutMs: 60_000 });
+      }
+      quotas = {
+        QUOTA_TABLE_ENDPOINT: `http://127.0.0.1:${tablePort}/devstoreaccount1`,
+        QUOTA_USER_DAILY_TOKENS: String(quota.userDaily),
+        ...(quota.failOpen ? { QUOTA_FAIL_OPEN: 'true' } : {}),
+      };
     }
     stack.handler = new Proc('handler', join(bin, 'handler'), [], {
       ...baseEnv,

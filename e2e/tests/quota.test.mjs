@@ -71,3 +71,29 @@ test('the usage line counts each answer, and the limit is answered at once in it
   assert.equal(log[0].upstreamAttempts ?? 0, 0, 'no upstream call');
   await page.close();
 });
+
+test('with the store down and QUOTA_FAIL_OPEN=true the answer is served and the line says usage is unavailable, at once', async () => {
+  const down = await startStack({ quota: { userDaily: LIMIT, storeDown: true, failOpen: true } });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${down.demo}/`);
+    await page.waitForSelector('#usage:not([hidden])');
+    assert.equal(await page.textContent('#usage'), 'Token usage is unavailable right now.');
+    const loaded = await page.getAttribute('#usage', 'data-loaded');
+    await page.click('#ask');
+    await page.waitForSelector('#state[data-state="answered"], #state[data-state="failed"]');
+    assert.equal(await page.getAttribute('#state', 'data-state'), 'answered', await page.textContent('#error'));
+    const answeredAt = Date.now();
+    await page.waitForFunction((was) => document.getElementById('usage').dataset.loaded !== was, loaded);
+    // An upper bound on a real socket: the 503's 5 s Retry-After is not waited for.
+    assert.ok(Date.now() - answeredAt < 4_000, `the line is read again at once (${Date.now() - answeredAt} ms)`);
+    assert.equal(await page.textContent('#usage'), 'Token usage is unavailable right now.');
+    const log = down.requestLog();
+    assert.ok(log.some((l) => l.route === '/api/chat' && l.status === 200 && l.quota === 'skipped'), 'served unaccounted, and logged so');
+    const usage = log.filter((l) => l.route === '/api/usage');
+    assert.ok(usage.length >= 2 && usage.every((l) => l.status === 503 && l.quota === 'unavailable' && l.code === 'quota_unavailable'));
+    await page.close();
+  } finally {
+    await down.stop();
+  }
+});

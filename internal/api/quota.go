@@ -206,13 +206,19 @@ type UsageResponse = apiwire.Usage
 type UsageWindow = apiwire.UsageWindow
 
 // handleUsage is GET /api/usage: the calling user's day and the tenant's
-// month as the store has them now (no windows without quotas).
+// month as the store has them now (no windows without quotas). A store
+// that cannot be read is 503 quota_unavailable, with QUOTA_FAIL_OPEN too:
+// fail-open serves questions, but there is no true number to show, and
+// zeros or no windows would say something false (nothing used, no limit).
 func (s *server) handleUsage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var out UsageResponse
 		if s.Quota != nil {
 			rec := recordFrom(r.Context())
 			u, err := s.Quota.Usage(r.Context(), rec.callerOID, rec.callerTID)
+			if unavailable := (*quota.UnavailableError)(nil); errors.As(err, &unavailable) {
+				rec.quota = quotaUnavailable
+			}
 			if err != nil {
 				s.fail(w, r, err)
 				return

@@ -110,8 +110,21 @@ func TestUsageRoute(t *testing.T) {
 
 // TestQuotaStoreUnreachable: 503 quota_unavailable, retryable, with its
 // wait, and nothing sent upstream; with QUOTA_FAIL_OPEN=true the question
-// is served and its log line says the quota was skipped.
+// is served and its log line says the quota was skipped. GET /api/usage
+// is 503 quota_unavailable either way, at once: fail-open serves
+// questions, but has no true number to show.
 func TestQuotaStoreUnreachable(t *testing.T) {
+	unavailable := func(t *testing.T, w *httptest.ResponseRecorder) {
+		t.Helper()
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+		e := decodeError(t, w)
+		assert.Equal(t, apiwire.CodeQuotaUnavailable, e.Error.Code)
+		assert.True(t, strings.HasSuffix(e.Error.Message, "Try again in 5 s."), e.Error.Message)
+		assert.Equal(t, "5", w.Header().Get("Retry-After"))
+		assert.Equal(t, "5000", w.Header().Get("retry-after-ms"))
+		assert.Empty(t, w.Header().Get("x-should-retry"), "retryable")
+		assert.Equal(t, allowedOrigin, w.Header().Get("Access-Control-Allow-Origin"))
+	}
 	for _, failOpen := range []bool{false, true} {
 		t.Run("fail open "+strconv.FormatBool(failOpen), func(t *testing.T) {
 			h := newHarness(t, map[string]string{
@@ -123,17 +136,19 @@ func TestQuotaStoreUnreachable(t *testing.T) {
 				decodeOK(t, w)
 				assert.Equal(t, "skipped", line["quota"])
 				assert.Contains(t, line["error"], "store unavailable")
-				return
+			} else {
+				unavailable(t, w)
+				assert.Empty(t, h.sim.Requests(), "nothing sent upstream")
+				assert.Equal(t, "unavailable", line["quota"])
 			}
-			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-			e := decodeError(t, w)
-			assert.Equal(t, apiwire.CodeQuotaUnavailable, e.Error.Code)
-			assert.True(t, strings.HasSuffix(e.Error.Message, "Try again in 5 s."), e.Error.Message)
-			assert.Equal(t, "5", w.Header().Get("Retry-After"))
-			assert.Equal(t, "5000", w.Header().Get("retry-after-ms"))
-			assert.Empty(t, w.Header().Get("x-should-retry"), "retryable")
-			assert.Empty(t, h.sim.Requests(), "nothing sent upstream")
-			assert.Equal(t, "unavailable", line["quota"])
+
+			r := httptest.NewRequest(http.MethodGet, "/api/usage", nil)
+			r.Header.Set("Origin", allowedOrigin)
+			start := time.Now()
+			w = h.do(r)
+			assert.Less(t, time.Since(start), 2*time.Second, "at once (an upper bound: a real socket)")
+			unavailable(t, w)
+			assert.Equal(t, "unavailable", h.logLines()[1]["quota"])
 		})
 	}
 }

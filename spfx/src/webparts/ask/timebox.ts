@@ -29,9 +29,13 @@ export type Ask = ((question: string, options: AskOptions) => Promise<ChatRespon
   cancel?: (cursor: string, options?: { keepalive?: boolean }) => Promise<void>;
 };
 
-/** Adds the usage reader and the cancel to ask, over the same lazily made client. */
+/**
+ * Adds the usage reader and the cancel to ask, over the same lazily made client. The usage is information beside
+ * the answer: read within 4 s or not at all, so a quota store that is down (its 503 asks for a 5 s wait) is not
+ * waited for.
+ */
 function withClient(ask: Ask, client: () => Promise<TimeboxClient>): Ask {
-  ask.usage = async (signal) => (await client()).usage({ signal, attemptTimeoutMs: 10_000 });
+  ask.usage = async (signal) => (await client()).usage({ signal, attemptTimeoutMs: 4_000, deadlineMs: 4_000 });
   ask.cancel = async (cursor, options) => (await client()).cancel(cursor, options);
   return ask;
 }

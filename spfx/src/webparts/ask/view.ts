@@ -180,6 +180,14 @@ export function statusLine(v: AskView, now: number): string {
 
 const grouped = new Intl.NumberFormat('en-US');
 
+/**
+ * The line in place of the usage when it could not be read: a quota store that is down (503 quota_unavailable,
+ * which QUOTA_FAIL_OPEN answers too) says so; any other failure hides the line (undefined).
+ */
+export function usageFailedText(err: unknown): string | undefined {
+  return err instanceof TimeboxError && err.code === 'quota_unavailable' ? strings.UsageUnavailable : undefined;
+}
+
 /** "12,340 of 200,000 tokens used today" (the user's day, else the tenant's month); undefined without a limit. */
 export function usageText(u: Usage): string | undefined {
   const day = u.user?.day;

@@ -3,7 +3,7 @@ import { DefaultButton, MessageBar, MessageBarType, PrimaryButton, Stack, TextFi
 import * as strings from 'AskWebPartStrings';
 
 import type { Ask as AskCall } from '../timebox';
-import { answered, attemptLabel, attempted, failed, hopped, idle, partLine, started, statusLine, streamed, usageText, type AskView, type TimelineRow } from '../view';
+import { answered, attemptLabel, attempted, failed, hopped, idle, partLine, started, statusLine, streamed, usageFailedText, usageText, type AskView, type TimelineRow } from '../view';
 
 export interface IAskProps {
   /** The configured call, or undefined while the property pane lacks the URL or the app ID URI. */
@@ -84,8 +84,8 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
     let line: string | undefined;
     try {
       line = usageText(await ask.usage(new AbortController().signal));
-    } catch {
-      line = undefined;
+    } catch (err) {
+      line = usageFailedText(err);
     }
     if (mounted.current) setUsage(line);
   }, [ask, showUsage]);

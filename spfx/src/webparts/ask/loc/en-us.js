@@ -42,6 +42,7 @@ define([], function () {
     DetailsTruncated: 'material cut to fit the model',
     UsageToday: '{0} of {1} tokens used today',
     UsageThisMonth: '{0} of {1} tokens used this month',
+    UsageUnavailable: 'Token usage is unavailable right now.',
     ShowUsageLabel: 'Show the tokens used of your quota',
     StillWriting: 'still writing, part {0}',
     AttemptOfPart: '{0} (part {1})'

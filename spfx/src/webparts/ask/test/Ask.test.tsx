@@ -423,6 +423,21 @@ describe('the Ask web part and the token quota', () => {
     expect(screen.getByTestId('usage').textContent).toBe('200,000 of 200,000 tokens used today');
   });
 
+  it('says usage is unavailable at once when the quota store is down, and answers all the same', async () => {
+    render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
+    const down = { error: { code: 'quota_unavailable', message: 'The token quota cannot be checked right now. Try again in 5 s.', requestId: 'req-u' } };
+    (await arrived()).reply(503, down, { 'retry-after': '5', 'retry-after-ms': '5000' });
+    expect((await screen.findByTestId('usage')).textContent).toBe('Token usage is unavailable right now.');
+    const ex = await ask('hi');
+    expect(ex.url).toBe('/api/chat');
+    ex.reply(200, ok('Hello.'));
+    await settled('Hello.');
+    const again = await arrived();
+    expect(again.url).toBe('/api/usage');
+    again.reply(503, down, { 'retry-after': '5', 'retry-after-ms': '5000' });
+    await waitFor(() => expect(screen.getByTestId('usage').textContent).toBe('Token usage is unavailable right now.'));
+  });
+
   it('shows no line when the deployment sets no quota', async () => {
     render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
     (await arrived()).reply(200, { user: {}, tenant: {} });
