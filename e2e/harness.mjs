@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 
 export const repo = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const artifacts = join(repo, 'e2e', 'artifacts');
@@ -20,6 +21,33 @@ export const THRESHOLD = '3s';
 /** The simulator's time to first token and time per token (streams are paced by them). */
 export const SIM_TTFT = '500ms';
 export const SIM_PER_TOKEN = '10ms';
+
+/** Debian's Chromium, or CHROMIUM_PATH. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Headless, and nothing the browser would fetch on its own: each request a test sees is the page's. */
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+
+/**
+ * Starts Chromium on a fresh profile (launchPersistentContext is how
+ * playwright takes --user-data-dir); close() ends it and removes the profile.
+ */
+export async function startBrowser() {
+  const profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  } catch (err) {
+    await rm(profile, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    context,
+    async close() {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
 
 /** n distinct free ports on 127.0.0.1: all held open at once, then released. */
 async function freePorts(n) {

@@ -3,32 +3,24 @@
 // rule and the handler's CORS look like from a web part.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { artifacts, BUDGET, startStack } from '../harness.mjs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+import { artifacts, BUDGET, startBrowser, startStack } from '../harness.mjs';
 
 let stack;
+let browser;
 let context;
-let profile;
 
 before(async () => {
   stack = await startStack();
-  profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
-  // A fresh profile every run (launchPersistentContext is how playwright
-  // takes --user-data-dir).
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  browser = await startBrowser();
+  context = browser.context;
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await stack?.stop();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 /**

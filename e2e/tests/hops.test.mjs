@@ -3,30 +3,22 @@
 // deployment, whose answers run in the simulator's background mode.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { startStack } from '../harness.mjs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+import { startBrowser, startStack } from '../harness.mjs';
 
 let stack;
+let browser;
 let context;
-let profile;
 
 before(async () => {
   stack = await startStack({ deployment: 'o3' });
-  profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  browser = await startBrowser();
+  context = browser.context;
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await stack?.stop();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 async function open(stream) {
