@@ -144,15 +144,7 @@ func buildPDF(objs ...pdfObject) []byte {
 	offsets := make([]int, len(objs))
 	for i, o := range objs {
 		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n", i+1)
-		if o.stream != nil {
-			fmt.Fprintf(&b, "<<%s /Length %d>>\nstream\n", o.dict, len(o.stream))
-			b.Write(o.stream)
-			b.WriteString("\nendstream\n")
-		} else {
-			b.WriteString(o.body + "\n")
-		}
-		b.WriteString("endobj\n")
+		writeObject(&b, i+1, o)
 	}
 	xref := b.Len()
 	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
@@ -161,6 +153,20 @@ func buildPDF(objs ...pdfObject) []byte {
 	}
 	fmt.Fprintf(&b, "trailer\n<</Size %d /Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
 	return b.Bytes()
+}
+
+// writeObject writes o as indirect object n: its body, or its dictionary
+// with the stream's /Length and the stream.
+func writeObject(b *bytes.Buffer, n int, o pdfObject) {
+	fmt.Fprintf(b, "%d 0 obj\n", n)
+	if o.stream != nil {
+		fmt.Fprintf(b, "<<%s /Length %d>>\nstream\n", o.dict, len(o.stream))
+		b.Write(o.stream)
+		b.WriteString("\nendstream\n")
+	} else {
+		b.WriteString(o.body + "\n")
+	}
+	b.WriteString("endobj\n")
 }
 
 // deflate zlib-compresses data, as a PDF FlateDecode stream holds it.
@@ -200,20 +206,9 @@ func buildPDFXrefStream(objs ...pdfObject) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.5\n")
 	offsets := make([]int, len(objs))
-	write := func(i int, o pdfObject) {
-		fmt.Fprintf(&b, "%d 0 obj\n", i+1)
-		if o.stream != nil {
-			fmt.Fprintf(&b, "<<%s /Length %d>>\nstream\n", o.dict, len(o.stream))
-			b.Write(o.stream)
-			b.WriteString("\nendstream\n")
-		} else {
-			b.WriteString(o.body + "\n")
-		}
-		b.WriteString("endobj\n")
-	}
 	for i, o := range objs {
 		offsets[i] = b.Len()
-		write(i, o)
+		writeObject(&b, i+1, o)
 	}
 	xref := b.Len()
 	var rows []byte
@@ -226,7 +221,7 @@ func buildPDFXrefStream(objs ...pdfObject) []byte {
 	}
 	row(1, uint32(xref), 0)
 	n := len(objs) + 2
-	write(len(objs), pdfObject{dict: fmt.Sprintf("/Type /XRef /Size %d /W [1 4 2] /Root 1 0 R", n), stream: rows})
+	writeObject(&b, len(objs)+1, pdfObject{dict: fmt.Sprintf("/Type /XRef /Size %d /W [1 4 2] /Root 1 0 R", n), stream: rows})
 	fmt.Fprintf(&b, "startxref\n%d\n%%%%EOF\n", xref)
 	return b.Bytes()
 }
