@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/timebox-dev/timebox/internal/modelfacts"
 )
@@ -38,51 +41,64 @@ type Chunk struct {
 	// Usage is true for the chunk that carries only the usage, the last
 	// before [DONE]: this package always asks for it.
 	Usage bool
+	// Refusal is the refusal's text the chunk adds (OpenAI's
+	// delta.refusal), and Finish its finish_reason; "" for none.
+	Refusal, Finish string
+	// Annotations are the rest of the chunk that the OpenAI dialect's
+	// answer reads.
+	Annotations Annotations
 }
 
-// passthroughBody is chatBody with the caller's messages as they came.
-type passthroughBody struct {
-	Model               string          `json:"model,omitempty"`
-	Messages            json.RawMessage `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+// Annotations are the members of a chunk that only the OpenAI dialect's
+// answer reads, as Azure sent them: JSON values, nil when absent. They are
+// valid only until Request.OnChunk returns.
+type Annotations struct {
+	ID, Created, Model, SystemFingerprint []byte
+	// FilterResults are Azure's content_filter_results of the chunk's
+	// choice, and PromptFilterResults those of the prompt (the stream's
+	// first chunk has them).
+	FilterResults, PromptFilterResults []byte
 }
 
 var errFields = errors.New("passthrough fields must be a JSON object")
 
-// bodyWith is the body of a request with p: the body's own members, then
-// p's fields.
+// bodyWith is the body of a request with p: the body's own members, in
+// chatBody's order, then p's fields. It is written out rather than
+// encoded: p's messages and fields are JSON already, which encoding them
+// again would only scan and copy a second time.
 func (c *Client) bodyWith(req *Request, p *Passthrough) ([]byte, error) {
-	b := passthroughBody{Messages: p.Messages, Stream: true}
-	b.StreamOptions.IncludeUsage = true
-	if c.v1 {
-		b.Model = c.deployment
-	}
-	if c.tokenField == modelfacts.MaxCompletionTokens {
-		b.MaxCompletionTokens = &req.MaxTokens
-	} else {
-		b.MaxTokens = &req.MaxTokens
-	}
-	out, err := json.Marshal(&b)
-	if err != nil {
-		return nil, err
-	}
 	f := bytes.TrimSpace(p.Fields)
-	if len(f) == 0 {
-		return out, nil
-	}
-	if f[0] != '{' || f[len(f)-1] != '}' || !json.Valid(f) {
+	if len(f) > 0 && (f[0] != '{' || !jsontext.Value(f).IsValid()) {
 		return nil, errFields
 	}
-	if inner := bytes.TrimSpace(f[1 : len(f)-1]); len(inner) > 0 {
-		out = append(append(append(out[:len(out)-1], ','), inner...), '}')
+	if !jsontext.Value(p.Messages).IsValid() {
+		return nil, errMessages
 	}
-	return out, nil
+	b := make([]byte, 0, len(p.Messages)+len(f)+len(c.deployment)+128)
+	b = append(b, '{')
+	if c.v1 {
+		b = append(b, `"model":`...)
+		b, _ = jsontext.AppendQuote(b, c.deployment)
+		b = append(b, ',')
+	}
+	b = append(b, `"messages":`...)
+	b = append(b, p.Messages...)
+	if c.tokenField == modelfacts.MaxCompletionTokens {
+		b = append(b, `,"max_completion_tokens":`...)
+	} else {
+		b = append(b, `,"max_tokens":`...)
+	}
+	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	if len(f) > 0 {
+		if inner := bytes.TrimSpace(f[1 : len(f)-1]); len(inner) > 0 {
+			b = append(append(b, ','), inner...)
+		}
+	}
+	return append(b, '}'), nil
 }
+
+var errMessages = errors.New("passthrough messages must be JSON")
 
 // errorObject is the error object of an error answer's body ({"error":
 // {...}}'s value), as Azure OpenAI sent it; nil when it sent none.

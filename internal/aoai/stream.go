@@ -9,6 +9,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/tmaxmax/go-sse"
 )
 
@@ -92,20 +93,51 @@ func (l *limited) Read(p []byte) (int, error) {
 // the last one before [DONE] carries usage (every other chunk then has
 // "usage": null). A server failure mid-stream arrives as {"error": {...}}.
 type chatChunk struct {
-	// Strings, not pointers: null reads as "", which is what both mean
-	// here, and a string costs no allocation of its own per token.
-	Choices []struct {
-		Delta struct {
-			Content string `json:"content"`
-			// ToolCalls is only noted (Chunk.ToolCalls): the OpenAI
-			// dialect passes the chunk on as it came.
-			ToolCalls jsontext.Value `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *Usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []chunkChoice   `json:"choices"`
+	Usage   *Usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+
+	ID                  annotation `json:"id"`
+	Created             annotation `json:"created"`
+	Model               annotation `json:"model"`
+	SystemFingerprint   annotation `json:"system_fingerprint"`
+	PromptFilterResults annotation `json:"prompt_filter_results"`
 }
+
+// chunkChoice is one choice of a chatChunk. Strings, not pointers: null
+// reads as "", which is what both mean here, and a string costs no
+// allocation of its own per token.
+type chunkChoice struct {
+	Delta struct {
+		Content string `json:"content"`
+		Refusal string `json:"refusal"`
+		// ToolCalls is only noted (Chunk.ToolCalls): the OpenAI dialect
+		// passes the chunk on as it came.
+		ToolCalls jsontext.Value `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason         string     `json:"finish_reason"`
+	ContentFilterResults annotation `json:"content_filter_results"`
+}
+
+// annotation is a member of a chunk that only the OpenAI dialect's answer
+// reads (Annotations): the chunk's id, model and the like, and Azure's
+// content filter results. It is skipped, as an unknown member would be, unless the chunk
+// is read with keepAnnotations (a Passthrough request's), which keeps it
+// as Azure sent it: the dialect then reads each chunk once, here.
+type annotation []byte
+
+func (*annotation) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
+
+// keepAnnotations reads a chunk as lenient does, keeping its annotations
+// in the buffers of the chunk read before (merging into it, which
+// chatDecoder.decode empties first), so that no chunk costs them an
+// allocation.
+var keepAnnotations = jsonv2.JoinOptions(lenient, jsonv1.MergeWithLegacySemantics(true),
+	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, a *annotation) error {
+		v, err := dec.ReadValue()
+		*a = append((*a)[:0], v...)
+		return err
+	})))
 
 // lenient reads upstream chunks with go-json-experiment/json, letting
 // through what encoding/json did (duplicate names, invalid UTF-8): a chunk
@@ -133,10 +165,18 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		return "", true, nil
 	}
 	d.buf = append(d.buf[:0], ev.Data...)
-	clear(d.chunk.Choices[:cap(d.chunk.Choices)])
-	d.chunk = chatChunk{Choices: d.chunk.Choices[:0], Error: d.chunk.Error[:0]}
+	for i, ch := range d.chunk.Choices[:cap(d.chunk.Choices)] {
+		d.chunk.Choices[:cap(d.chunk.Choices)][i] = chunkChoice{ContentFilterResults: ch.ContentFilterResults[:0]}
+	}
+	d.chunk = chatChunk{Choices: d.chunk.Choices[:0], Error: d.chunk.Error[:0],
+		ID: d.chunk.ID[:0], Created: d.chunk.Created[:0], Model: d.chunk.Model[:0], SystemFingerprint: d.chunk.SystemFingerprint[:0],
+		PromptFilterResults: d.chunk.PromptFilterResults[:0]}
 	c := &d.chunk
-	if err := jsonv2.Unmarshal(d.buf, c, lenient); err != nil {
+	opts := lenient
+	if d.onChunk != nil {
+		opts = keepAnnotations
+	}
+	if err := jsonv2.Unmarshal(d.buf, c, opts); err != nil {
 		return "", false, fmt.Errorf("%w: chunk: %v", errBadBody, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -158,9 +198,25 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		}
 	}
 	if d.onChunk != nil {
-		d.onChunk(Chunk{Data: ev.Data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0})
+		out := Chunk{Data: ev.Data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0, Annotations: Annotations{
+			ID: orNil(c.ID), Created: orNil(c.Created), Model: orNil(c.Model), SystemFingerprint: orNil(c.SystemFingerprint),
+			PromptFilterResults: orNil(c.PromptFilterResults),
+		}}
+		if len(c.Choices) > 0 {
+			ch := &c.Choices[0]
+			out.Refusal, out.Finish, out.Annotations.FilterResults = ch.Delta.Refusal, ch.FinishReason, orNil(ch.ContentFilterResults)
+		}
+		d.onChunk(out)
 	}
 	return text, false, nil
+}
+
+// orNil is a, nil when the chunk had no such member.
+func orNil(a annotation) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return a
 }
 
 func (d *chatDecoder) result() (string, Usage, bool) {

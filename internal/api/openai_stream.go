@@ -40,16 +40,27 @@ type openAIAnswer struct {
 
 func (a *openAIAnswer) whole(req *aoai.Request) {
 	req.OnChunk = func(c aoai.Chunk) {
-		if c.ToolCalls {
+		switch {
+		case c.Usage: // the response's (body)
+		case c.ToolCalls:
 			a.answer.Add(c.Data)
-		} else {
-			a.answer.AddText(c.Data, c.Text)
+		default:
+			a.answer.AddRead(openaiwire.Read{Text: c.Text, Refusal: c.Refusal, Finish: c.Finish, Annotations: openaiwire.Annotations(c.Annotations)})
 		}
 	}
 }
 
-func (a *openAIAnswer) body(context.Context, *aoai.Response) []byte {
-	return marshal(a.answer.Completion(a.deployment))
+func (a *openAIAnswer) body(_ context.Context, resp *aoai.Response) []byte {
+	if u := resp.Usage; u != (aoai.Usage{}) {
+		a.answer.SetUsage(openaiwire.Usage(u))
+	}
+	c := a.answer.Completion(a.deployment)
+	if b, err := c.Encode(); err == nil {
+		return b
+	}
+	// Azure's annotations were let through broken: encoding/json mends
+	// what it can, as it does for every other answer.
+	return marshal(c)
 }
 
 func (a *openAIAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {

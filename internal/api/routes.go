@@ -54,14 +54,12 @@ func (s *server) routes() http.Handler {
 		r.Method(http.MethodPost, "/api/chat/cancel", s.handleCancel())
 
 		// The OpenAI dialect of the same pipeline, for the official SDKs.
-		r.Route("/openai", func(r chi.Router) {
-			r.With(s.settleQuota).Method(http.MethodPost, "/v1/chat/completions", s.handleOpenAIChat(false))
-			r.With(s.settleQuota).Method(http.MethodPost, "/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
-			r.Method(http.MethodGet, "/v1/models", s.handleOpenAIModels())
-			r.Method(http.MethodHead, "/v1/models", s.handleOpenAIModels())
-			r.Method(http.MethodGet, "/models", s.handleOpenAIModels()) // AzureOpenAI's models.list(), ?api-version=...
-			r.Method(http.MethodHead, "/models", s.handleOpenAIModels())
-		})
+		r.With(s.settleQuota).Method(http.MethodPost, "/openai/v1/chat/completions", s.handleOpenAIChat(false))
+		r.With(s.settleQuota).Method(http.MethodPost, "/openai/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
+		r.Method(http.MethodGet, "/openai/v1/models", s.handleOpenAIModels())
+		r.Method(http.MethodHead, "/openai/v1/models", s.handleOpenAIModels())
+		r.Method(http.MethodGet, "/openai/models", s.handleOpenAIModels()) // AzureOpenAI's models.list(), ?api-version=...
+		r.Method(http.MethodHead, "/openai/models", s.handleOpenAIModels())
 	})
 	return r
 }

@@ -223,12 +223,16 @@ func DecodeChat(body []byte) (ChatRequest, error) {
 	if !utf8.Valid(body) {
 		return req, Invalid("", "The request body is not valid UTF-8.")
 	}
-	err := json.Unmarshal(body, &req, json.RejectUnknownMembers(true), jsontext.AllowDuplicateNames(false))
+	err := json.Unmarshal(body, &req, strict)
 	if err != nil {
 		return req, decodeError(body, err)
 	}
 	return req, req.validate()
 }
+
+// strict reads a request as OpenAI does: an unknown or repeated member is
+// refused.
+var strict = json.JoinOptions(json.RejectUnknownMembers(true), jsontext.AllowDuplicateNames(false))
 
 // decodeError turns a decoding failure into OpenAI's 400 for it.
 func decodeError(body []byte, err error) *Error {
@@ -289,8 +293,11 @@ func (r *ChatRequest) validate() error {
 			return err
 		}
 	}
-	for name, v := range map[string]*int{"max_tokens": r.MaxTokens, "max_completion_tokens": r.MaxCompletionTokens} {
-		if v != nil && *v < 1 {
+	for _, f := range [...]struct {
+		name string
+		v    *int
+	}{{"max_tokens", r.MaxTokens}, {"max_completion_tokens", r.MaxCompletionTokens}} {
+		if name, v := f.name, f.v; v != nil && *v < 1 {
 			return Invalid(name, fmt.Sprintf("Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", name, *v))
 		}
 	}

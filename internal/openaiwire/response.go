@@ -97,38 +97,89 @@ type Assembler struct {
 	calls   []ToolCall
 	finish  string
 	filter  jsontext.Value
-	ch      chunk // reused from one chunk to the next
-	// last is the last chunk added by its text alone (AddText), decoded
-	// only for its content filter results when the answer is complete.
-	last string
+	ch      chunk  // reused from one chunk to the next
+	buf     []byte // a chunk's data, reused
 }
 
-// AddText adds a chunk whose only part of the answer is text, already
-// read from it (package aoai's Chunk.Text): most chunks of a text answer.
-// It is Add without decoding the chunk again: of a run of such chunks only
-// the last one's content filter results are kept, and it is decoded once,
-// by Completion. The first chunks of the stream (its id and model), and
-// one with no text (a refusal, the finish, the usage) go to Add; a chunk
-// that carries a tool call must be given to Add.
-func (a *Assembler) AddText(data, text string) {
-	if a.c.ID == "" || text == "" {
-		a.Add(data)
+// Read is what package aoai read of a chunk as it streamed it
+// (aoai.Chunk): the answer's text, refusal and finish reason the chunk
+// adds, and its annotations.
+type Read struct {
+	Text, Refusal, Finish string
+	Annotations           Annotations
+}
+
+// Annotations are the members of a chunk the answer takes as Azure sent
+// them (aoai.Annotations): JSON values, nil when absent.
+type Annotations struct {
+	ID, Created, Model, SystemFingerprint []byte
+	// FilterResults are the content_filter_results of the chunk's choice,
+	// PromptFilterResults those of the prompt.
+	FilterResults, PromptFilterResults []byte
+}
+
+// AddRead adds a chunk by what package aoai read of it. A chunk that
+// carries a tool call must go to Add; the usage chunk to SetUsage.
+func (a *Assembler) AddRead(r Read) {
+	n := &r.Annotations
+	if a.c.ID == "" && len(n.ID) > 0 {
+		a.head(n)
+	}
+	if p := jsontext.Value(n.PromptFilterResults); len(p) > 0 && p.Kind() != 'n' {
+		a.c.PromptFilterResults = append(jsontext.Value(nil), p...)
+	}
+	if r.Text != "" {
+		// An answer with no text has content "" when it calls no tool
+		// (Completion), null when it does.
+		a.content = true
+		a.text.WriteString(r.Text)
+	}
+	if r.Refusal != "" {
+		a.refused = true
+		a.refusal.WriteString(r.Refusal)
+	}
+	if r.Finish != "" {
+		a.finish = r.Finish
+	}
+	if f := jsontext.Value(n.FilterResults); f.Kind() == '{' && len(f) > 2 {
+		a.filter = append(a.filter[:0], f...)
+	}
+}
+
+// head takes the completion's id, created, model and system fingerprint
+// from a chunk that has an id (Azure's first chunk, of the prompt's
+// filter results, has "").
+func (a *Assembler) head(n *Annotations) {
+	var id, model string
+	if json.Unmarshal(n.ID, &id, lenient) != nil || id == "" {
 		return
 	}
-	a.content = true
-	a.text.WriteString(text)
-	a.last = data
+	a.c.ID = id
+	if json.Unmarshal(n.Model, &model, lenient) == nil {
+		a.c.Model = model
+	}
+	if len(n.Created) > 0 {
+		_ = json.Unmarshal(n.Created, &a.c.Created, lenient)
+	}
+	if len(n.SystemFingerprint) > 0 {
+		var fp *string
+		if json.Unmarshal(n.SystemFingerprint, &fp, lenient) == nil {
+			a.c.SystemFingerprint = fp
+		}
+	}
 }
+
+// SetUsage sets the completion's usage: Azure's count, which package aoai
+// read from the stream's usage chunk.
+func (a *Assembler) SetUsage(u Usage) { a.c.Usage = &u }
 
 // Add reads one chunk (an event's data, "[DONE]" excluded). A chunk that
 // cannot be read is skipped: package aoai has read the same chunk and
 // fails the stream if it was broken.
 func (a *Assembler) Add(data string) {
-	if a.last != "" {
-		a.filterOf(a.last)
-	}
 	a.ch = chunk{Choices: a.ch.Choices[:0]}
-	if err := json.Unmarshal([]byte(data), &a.ch, lenient); err != nil {
+	a.buf = append(a.buf[:0], data...)
+	if err := json.Unmarshal(a.buf, &a.ch, lenient); err != nil {
 		return
 	}
 	c := &a.ch
@@ -139,8 +190,7 @@ func (a *Assembler) Add(data string) {
 		a.c.PromptFilterResults = append(jsontext.Value(nil), c.PromptFilterResults...)
 	}
 	if c.Usage != nil {
-		u := *c.Usage
-		a.c.Usage = &u
+		a.SetUsage(*c.Usage)
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -161,25 +211,6 @@ func (a *Assembler) Add(data string) {
 			a.finish = *ch.FinishReason
 		}
 		if k := ch.ContentFilterResults.Kind(); k == '{' && len(ch.ContentFilterResults) > 2 {
-			a.filter = append(a.filter[:0], ch.ContentFilterResults...)
-		}
-	}
-}
-
-// filterOf keeps the content filter results of a chunk added by its text.
-func (a *Assembler) filterOf(data string) {
-	a.last = ""
-	var c struct {
-		Choices []struct {
-			Index                int            `json:"index"`
-			ContentFilterResults jsontext.Value `json:"content_filter_results"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal([]byte(data), &c, lenient) != nil {
-		return
-	}
-	for _, ch := range c.Choices {
-		if ch.Index == 0 && ch.ContentFilterResults.Kind() == '{' && len(ch.ContentFilterResults) > 2 {
 			a.filter = append(a.filter[:0], ch.ContentFilterResults...)
 		}
 	}
@@ -208,9 +239,6 @@ func (a *Assembler) addCall(d toolCallDelta) {
 // Completion is the answer the chunks made, with model as its model when
 // the chunks named none.
 func (a *Assembler) Completion(model string) Completion {
-	if a.last != "" {
-		a.filterOf(a.last)
-	}
 	c := a.c
 	c.Object = "chat.completion"
 	if c.Model == "" {
@@ -230,6 +258,14 @@ func (a *Assembler) Completion(model string) Completion {
 	}
 	c.Choices = []Choice{{Message: m, FinishReason: a.finish, Logprobs: jsontext.Value("null"), ContentFilterResults: a.filter}}
 	return c
+}
+
+// Encode is c's JSON, Azure's annotations (the jsontext.Value members)
+// written as they came rather than compacted again, as encoding/json
+// would. What Azure may send and package aoai lets through (duplicate
+// names, invalid UTF-8, mangled to U+FFFD) is let through here too.
+func (c Completion) Encode() ([]byte, error) {
+	return json.Marshal(c, lenient)
 }
 
 // Model is one entry of GET /openai/v1/models.

@@ -28,8 +28,11 @@ func TestAssemblerText(t *testing.T) {
 	for _, c := range textChunks {
 		a.Add(c)
 	}
-	b, err := json.Marshal(a.Completion("gpt-4o-mini"))
+	b, err := a.Completion("gpt-4o-mini").Encode()
 	require.NoError(t, err)
+	std, err := json.Marshal(a.Completion("gpt-4o-mini"))
+	require.NoError(t, err)
+	assert.JSONEq(t, string(std), string(b), "the same JSON as encoding/json writes")
 	assert.JSONEq(t, `{"id":"chatcmpl-1","object":"chat.completion","created":1762463856,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_1",
  "choices":[{"index":0,"message":{"role":"assistant","content":"1, 2","refusal":null},"finish_reason":"stop","logprobs":null,
    "content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],
@@ -37,16 +40,30 @@ func TestAssemblerText(t *testing.T) {
  "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`, string(b))
 }
 
-// Chunks added by their text make the same completion as chunks decoded
-// whole.
-func TestAssemblerAddText(t *testing.T) {
-	var whole, byText openaiwire.Assembler
-	texts := []string{"", "", "1, 2", "", ""}
+// Chunks added by what package aoai read of them make the same completion
+// as chunks read whole.
+func TestAssemblerAddRead(t *testing.T) {
+	var whole, byRead openaiwire.Assembler
+	head := openaiwire.Annotations{ID: []byte(`"chatcmpl-1"`), Created: []byte(`1762463856`), Model: []byte(`"gpt-4o-mini-2024-07-18"`), SystemFingerprint: []byte(`"fp_1"`)}
+	with := func(filter string) openaiwire.Annotations {
+		n := head
+		n.FilterResults = []byte(filter)
+		return n
+	}
+	reads := []openaiwire.Read{
+		{Annotations: openaiwire.Annotations{ID: []byte(`""`), PromptFilterResults: []byte(`[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]`)}},
+		{Annotations: with(`{}`)},
+		{Text: "1, 2", Annotations: with(`{"hate":{"filtered":false,"severity":"safe"}}`)},
+		{Finish: "stop", Annotations: with(`{}`)},
+	}
 	for i, c := range textChunks {
 		whole.Add(c)
-		byText.AddText(c, texts[i])
+		if i < len(reads) {
+			byRead.AddRead(reads[i])
+		}
 	}
-	assert.Equal(t, whole.Completion("m"), byText.Completion("m"))
+	byRead.SetUsage(openaiwire.Usage{PromptTokens: 9, CompletionTokens: 3, TotalTokens: 12})
+	assert.Equal(t, whole.Completion("m"), byRead.Completion("m"))
 }
 
 func TestAssemblerToolCalls(t *testing.T) {

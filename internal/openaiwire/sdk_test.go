@@ -192,6 +192,25 @@ func TestGoSDKAnswer(t *testing.T) {
 		assert.Equal(t, "stop", res.Choices[0].FinishReason)
 		assert.Positive(t, res.Usage.CompletionTokens)
 		assert.Equal(t, []int{200}, s.upstreamStatuses())
+		// What Azure's chunks said besides the text reaches the completion.
+		assert.True(t, strings.HasPrefix(res.ID, "chatcmpl-"), res.ID)
+		assert.Equal(t, deployment, res.Model)
+		assert.Positive(t, res.Created)
+		assert.Equal(t, "fp_aoaisim", res.SystemFingerprint)
+		var azure struct {
+			PromptFilterResults []struct {
+				ContentFilterResults map[string]any `json:"content_filter_results"`
+			} `json:"prompt_filter_results"`
+			Choices []struct {
+				ContentFilterResults map[string]struct {
+					Severity string `json:"severity"`
+				} `json:"content_filter_results"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.RawJSON()), &azure))
+		require.Len(t, azure.PromptFilterResults, 1, res.RawJSON())
+		assert.Contains(t, azure.PromptFilterResults[0].ContentFilterResults, "jailbreak")
+		assert.Equal(t, "safe", azure.Choices[0].ContentFilterResults["violence"].Severity, res.RawJSON())
 	})
 }
 
