@@ -201,6 +201,13 @@ function runClock(started) {
 
 let controller;
 $('cancel').addEventListener('click', () => controller?.abort(new DOMException('Cancelled by the user.', 'AbortError')));
+// The cursor of the long answer in flight, from its latest hop. A page that goes away takes the hop's
+// connection with it, but the generation goes on at Azure OpenAI until it is cancelled by its cursor, and only
+// a keepalive request outlives the page.
+let cursor;
+window.addEventListener('pagehide', () => {
+  if (cursor) client.cancel(cursor, { keepalive: true });
+});
 
 $('ask-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
@@ -221,7 +228,8 @@ $('ask-form').addEventListener('submit', async (ev) => {
   $('part').textContent = '';
   $('part').dataset.hop = '1';
   // A long answer's later hops: the answer grows on, and the page says so.
-  const onHop = (hop) => {
+  const onHop = (hop, next) => {
+    cursor = next;
     $('part').textContent = `still writing, part ${hop}`;
     $('part').dataset.hop = String(hop);
   };
@@ -269,6 +277,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
     $('error').hidden = false;
     setState('failed');
   } finally {
+    cursor = undefined;
     timeline.stop();
     clearInterval(callTicker);
     fillServerTime();

@@ -60,3 +60,17 @@ test('Cancel during a later hop stops the generation at Azure OpenAI', async () 
   assert.match(JSON.parse(line).path, /^\/openai\/v1\/responses\/resp_[0-9a-f]+\/cancel$/);
   await page.close();
 });
+
+test('Leaving the page during a later hop cancels the generation with a request that outlives the page', async () => {
+  const page = await open(true);
+  const logFrom = stack.handler.lines.length;
+  await page.click('#ask');
+  await page.waitForSelector('#part[data-hop="2"]', { timeout: 30_000 });
+  await page.goto('about:blank');
+  // The hop's own connection goes with the page (and its end cancels the generation too): the cancel
+  // request in the handler's log is the one the page sent as it left.
+  await stack.waitForRequestLogs((l) => l.route === '/api/chat/cancel' && l.method === 'POST', 1, { from: logFrom, timeoutMs: 15_000 });
+  const cancel = stack.requestLog(logFrom).find((l) => l.route === '/api/chat/cancel' && l.method === 'POST');
+  assert.equal(cancel.status, 204);
+  await page.close();
+});
