@@ -178,14 +178,48 @@ func (s *sdkStack) upstreamStatuses() []int {
 	return out
 }
 
+// bothClients runs f, in a synctest bubble of its own, under each way a
+// caller points openai-go here: option.WithBaseURL (the OpenAI API's
+// paths), and azure.WithEndpoint with an Entra ID token credential (the
+// deployments path, as an Azure client changes only its endpoint).
+func bothClients(t *testing.T, f func(t *testing.T, s *sdkStack, c openai.Client)) {
+	for _, tt := range []struct {
+		name  string
+		azure bool
+	}{{"WithBaseURL", false}, {"azure.WithEndpoint", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newStack(t, tt.azure, nil)
+				c := s.openAI()
+				if tt.azure {
+					c = s.azureOpenAI(nil)
+				}
+				f(t, s, c)
+			})
+		})
+	}
+}
+
+// azureOpenAI is openai-go as an Azure client points it here: the
+// deployments path, an Entra ID token for this app (its scopes noted in
+// scopes, when not nil).
+func (s *sdkStack) azureOpenAI(scopes *[]string) openai.Client {
+	if scopes == nil {
+		scopes = new([]string)
+	}
+	return openai.NewClient(
+		azure.WithEndpoint(host, "2024-10-21"),
+		azure.WithTokenCredential(issuerCredential{s.iss, scopes}, azure.WithTokenCredentialScopes([]string{audience + "/.default"})),
+		option.WithHTTPClient(s.client),
+	)
+}
+
 func ask(q string) openai.ChatCompletionNewParams {
 	return openai.ChatCompletionNewParams{Model: deployment, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)}}
 }
 
 func TestGoSDKAnswer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		res, err := c.Chat.Completions.New(context.Background(), ask("Count to 5."))
 		require.NoError(t, err)
 		assert.Equal(t, "1, 2, 3, 4, 5.", res.Choices[0].Message.Content)
@@ -215,9 +249,7 @@ func TestGoSDKAnswer(t *testing.T) {
 }
 
 func TestGoSDKStream(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		p := ask("Count to 20.")
 		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 		stream := c.Chat.Completions.NewStreaming(context.Background(), p)
@@ -243,9 +275,7 @@ func TestGoSDKStream(t *testing.T) {
 }
 
 func TestGoSDKToolCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		p := ask("What is the weather in Paris?")
 		p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: "get_weather", Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"question": map[string]string{"type": "string"}}},
@@ -270,9 +300,7 @@ func TestGoSDKToolCall(t *testing.T) {
 // The deadline: one upstream call, the SDK does not retry, and its error
 // carries timebox's message and code.
 func TestGoSDKDeadlineIsAskedOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		start := time.Now()
 		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:hang]] hi"))
 		var e *openai.Error
@@ -289,9 +317,7 @@ func TestGoSDKDeadlineIsAskedOnce(t *testing.T) {
 
 // A fast 503 is retried by the SDK (x-should-retry: true), then answered.
 func TestGoSDKRetriesAFast503(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		res, err := c.Chat.Completions.New(context.Background(), ask("[[sim:status code=503 times=1 id=go-503]] Count to 3."))
 		require.NoError(t, err)
 		assert.Equal(t, "1, 2, 3.", res.Choices[0].Message.Content)
@@ -302,9 +328,7 @@ func TestGoSDKRetriesAFast503(t *testing.T) {
 // A 429 whose wait outlasts the budget, and does not fit under the
 // fast-failure threshold, is surfaced at once: one call.
 func TestGoSDKSurfacesA429ThatDoesNotFit(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		_, err := c.Chat.Completions.New(context.Background(), ask("[[sim:throttle s=50 times=1 id=go-429]] hi"))
 		var e *openai.Error
 		require.ErrorAs(t, err, &e)
@@ -319,9 +343,7 @@ func TestGoSDKSurfacesA429ThatDoesNotFit(t *testing.T) {
 // A cut in the middle of a stream is raised by the SDK as an error, after
 // the text so far.
 func TestGoSDKMidStreamCutIsAnError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStack(t, false, nil)
-		c := s.openAI()
+	bothClients(t, func(t *testing.T, s *sdkStack, c openai.Client) {
 		stream := c.Chat.Completions.NewStreaming(context.Background(), ask("[[sim:reset tokens=10]] Count to 50."))
 		var text string
 		for stream.Next() {
@@ -473,11 +495,7 @@ func TestGoSDKAzureEndpoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newStack(t, true, nil)
 		var scopes []string
-		c := openai.NewClient(
-			azure.WithEndpoint(host, "2024-10-21"),
-			azure.WithTokenCredential(issuerCredential{s.iss, &scopes}, azure.WithTokenCredentialScopes([]string{audience + "/.default"})),
-			option.WithHTTPClient(s.client),
-		)
+		c := s.azureOpenAI(&scopes)
 		res, err := c.Chat.Completions.New(context.Background(), ask("Count to 3."))
 		require.NoError(t, err)
 		assert.Equal(t, "1, 2, 3.", res.Choices[0].Message.Content)
