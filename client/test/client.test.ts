@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { TimeboxClient, TimeboxError, spfxTransport, type AttemptEvent, type ResponseLike } from '../src/index.js';
-import { FakeClock, reply, scripted, settle, type Step } from './fakes.js';
+import { TimeboxClient, spfxTransport, type AttemptEvent, type ResponseLike } from '../src/index.js';
+import { FakeClock, rejection, reply, scripted, settle, type Step } from './fakes.js';
 
 const ok = reply(200, { answer: 'Paris.', finishReason: 'stop', usage: {}, requestId: 'r-ok', elapsedMs: 5, upstreamAttempts: 1, truncated: false });
 const gateway = (status: number, headers: Record<string, string> = {}) => reply(status, { error: { code: 'upstream_unavailable', message: 'The AI service is busy.', requestId: 'r-' + status } }, headers);
@@ -21,16 +21,6 @@ function setup(steps: Step[], options: Partial<ConstructorParameters<typeof Time
     ...options,
   });
   return { clock, transport, events, client };
-}
-
-async function rejection(p: Promise<unknown>): Promise<TimeboxError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof TimeboxError, `expected a TimeboxError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected the call to fail');
 }
 
 test('a fast failure is retried', async () => {

@@ -1,4 +1,6 @@
-import type { Clock, ResponseLike, Transport, TransportRequest } from '../src/index.js';
+import assert from 'node:assert/strict';
+
+import { TimeboxError, type Clock, type ResponseLike, type Transport, type TransportRequest } from '../src/index.js';
 
 /** A virtual clock: time moves only when a test (or settle) moves it. */
 export class FakeClock implements Clock {
@@ -62,6 +64,17 @@ export async function settle<T>(clock: FakeClock, p: Promise<T>): Promise<T> {
     if (!done && !clock.fireNext()) await tick();
   }
   return p;
+}
+
+/** The TimeboxError p fails with; the test fails if p resolves or fails otherwise. */
+export async function rejection(p: Promise<unknown>): Promise<TimeboxError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof TimeboxError, `expected a TimeboxError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('expected the call to fail');
 }
 
 /** A canned response. */

@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { TimeboxClient, TimeboxError, aadTokenTransport, type AttemptEvent, type ChatStreamEvent, type TransportRequest } from '../src/index.js';
-import { FakeClock, reply, scripted, settle, sse, streamed, type Chunk, type Step, type StreamedBody } from './fakes.js';
+import { TimeboxClient, aadTokenTransport, type AttemptEvent, type ChatStreamEvent, type TransportRequest } from '../src/index.js';
+import { FakeClock, rejection, reply, scripted, settle, sse, streamed, type Chunk, type Step, type StreamedBody } from './fakes.js';
 
 const question = { messages: [{ role: 'user' as const, content: 'Count to three.' }] };
 const done = { answer: 'One, two, three.', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 6, totalTokens: 15 }, requestId: 'r-s', elapsedMs: 900, upstreamAttempts: 1, truncated: false };
@@ -30,16 +30,6 @@ function streaming(clock: FakeClock, bodies: StreamedBody[], ms: number, chunks:
     bodies.push(b);
     return b.response;
   } };
-}
-
-async function rejection(p: Promise<unknown>): Promise<TimeboxError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof TimeboxError, `expected a TimeboxError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected the call to fail');
 }
 
 test('deltas arrive as they are written, then the call resolves with done', async () => {
