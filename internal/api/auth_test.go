@@ -306,18 +306,22 @@ func TestEntraLeavesPreflightAndHealthOpen(t *testing.T) {
 	})
 }
 
+// principalOf is the header App Service Authentication sends for a caller
+// with object id oid in tenant tid.
+func principalOf(oid, tid string) string {
+	b, _ := json.Marshal(map[string]any{"auth_typ": "aad", "claims": []map[string]string{
+		{"typ": "http://schemas.microsoft.com/identity/claims/objectidentifier", "val": oid},
+		{"typ": "http://schemas.microsoft.com/identity/claims/tenantid", "val": tid},
+	}})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
 // easyauth where the platform vouches for the header (inside Azure, App
 // Service Authentication on): the principal names the caller; no principal
 // (authentication set to allow anonymous requests) is a 401.
 func TestEasyAuthInsideAzure(t *testing.T) {
 	env := map[string]string{"AUTH_MODE": "easyauth", "WEBSITE_SITE_NAME": "timebox", "WEBSITE_AUTH_ENABLED": "True", "AUTH_TENANTS": authTenant}
-	principal := func(tid string) string {
-		b, _ := json.Marshal(map[string]any{"auth_typ": "aad", "claims": []map[string]string{
-			{"typ": "http://schemas.microsoft.com/identity/claims/objectidentifier", "val": issuertest.TestUserOID},
-			{"typ": "http://schemas.microsoft.com/identity/claims/tenantid", "val": tid},
-		}})
-		return base64.StdEncoding.EncodeToString(b)
-	}
+	principal := func(tid string) string { return principalOf(issuertest.TestUserOID, tid) }
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, env, aoaitest.Options{})
 		w := h.do(chatRequest(ask("hi")))

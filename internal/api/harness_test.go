@@ -142,9 +142,16 @@ func (h *harness) twin() *harness {
 // simulator harness: the real transport, a slow stdout.
 func stack(tb testing.TB, endpoint string, seams app.Seams) *app.App {
 	tb.Helper()
+	return stackOn(tb, endpoint, "gpt-4o-mini", seams)
+}
+
+// stackOn is stack for a deployment of another model (o3: long answers in
+// background mode).
+func stackOn(tb testing.TB, endpoint, deployment string, seams app.Seams) *app.App {
+	tb.Helper()
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": endpoint, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+			"AZURE_OPENAI_ENDPOINT": endpoint, "AZURE_OPENAI_DEPLOYMENT": deployment,
 			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
 		}[k]
 	})

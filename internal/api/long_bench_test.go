@@ -161,24 +161,6 @@ func (w *firstByte) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection's Flush.
 func (w *firstByte) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// backgroundHandler is the whole handler for an o3 deployment (long answers
-// in background mode, the default where the model supports it), calling
-// Azure OpenAI through upstream.
-func backgroundHandler(b *testing.B, upstream interface {
-	Do(*http.Request) (*http.Response, error)
-}) http.Handler {
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "o3",
-			"AZURE_OPENAI_API_KEY": simKey, "ALLOWED_ORIGINS": allowedOrigin,
-		}[k]
-	})
-	require.NoError(b, err)
-	a, err := app.New(cfg, app.Seams{Upstream: upstream})
-	require.NoError(b, err)
-	return a.Handler
-}
-
 // recordedResponsesHead is a recorded Azure OpenAI Responses stream up to
 // and including its first piece of text, as Server-Sent Events.
 func recordedResponsesHead(b *testing.B) string {

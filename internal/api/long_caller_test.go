@@ -2,8 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -15,16 +13,6 @@ import (
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 )
-
-// principalOf is the header App Service Authentication sends for a caller
-// with object id oid in tenant tid.
-func principalOf(oid, tid string) string {
-	b, _ := json.Marshal(map[string]any{"auth_typ": "aad", "claims": []map[string]string{
-		{"typ": "http://schemas.microsoft.com/identity/claims/objectidentifier", "val": oid},
-		{"typ": "http://schemas.microsoft.com/identity/claims/tenantid", "val": tid},
-	}})
-	return base64.StdEncoding.EncodeToString(b)
-}
 
 // A long answer's cursor works only for the caller who started it, and only
 // until LONG_ANSWER_LIMIT after its start (easyauth, the platform naming the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -126,7 +127,8 @@ func BenchmarkHeldStreams(b *testing.B) {
 		})
 	}
 	b.Run("background", func(b *testing.B) {
-		background := backgroundHandler(b, stallingResponses{recordedResponsesHead(b)})
+		// An o3 deployment: long answers in background mode, the default where the model supports it.
+		background := stackOn(b, "http://127.0.0.1:8081", "o3", app.Seams{Upstream: stallingResponses{recordedResponsesHead(b)}}).Handler
 		for b.Loop() {
 			heap, stack, goroutines := holdStreams(b, background, n, body)
 			chatHeap, chatStack, _ := holdStreams(b, chat, n, body)
