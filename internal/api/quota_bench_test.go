@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,16 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
 	"github.com/timebox-dev/timebox/internal/config"
 )
 
-// countingTransport counts the quota store's requests.
-type countingTransport struct{ n atomic.Int64 }
+// countingTransport counts the quota store's requests, and its batches
+// (the writes: a reservation's, a settlement's).
+type countingTransport struct{ n, batches atomic.Int64 }
 
 func (c *countingTransport) Do(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if strings.HasSuffix(r.URL.Path, "$batch") {
+		c.batches.Add(1)
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -71,7 +78,7 @@ func BenchmarkQuotaAddedPerRequest(b *testing.B) {
 	}
 	one(quotas) // the table is created
 	<-lines
-	calls := store.n.Load()
+	calls, batches := store.n.Load(), store.batches.Load()
 	var without, with []time.Duration
 	n := 0
 	for b.Loop() {
@@ -92,6 +99,101 @@ func BenchmarkQuotaAddedPerRequest(b *testing.B) {
 	b.ReportMetric(pq, "p50-ms-with")
 	b.ReportMetric(pq-pw, "p50-ms-added")
 	b.ReportMetric(float64(store.n.Load()-calls)/float64(n), "store-calls/op")
+	b.ReportMetric(float64(store.batches.Load()-batches)/float64(n), "store-batches/op")
+}
+
+// BenchmarkQuotaLongAnswer is what quotas add to a long answer, on real
+// sockets against a real Azurite and the simulator (a token every 10 ms,
+// hops of 1 s): the store's requests and batches per answer, whatever
+// its number of hops (the first hop reserves, the hop that sees the end
+// settles, the hops between make no store call), and the settlement's
+// time on the last hop.
+func BenchmarkQuotaLongAnswer(b *testing.B) {
+	az := azuritetest.Start(b)
+	sim := aoaitest.New(aoaitest.Options{APIKey: simKey, Deployments: []string{"o3"}, PerToken: 10 * time.Millisecond})
+	simSrv := httptest.NewServer(sim)
+	b.Cleanup(simSrv.Close)
+	b.Cleanup(sim.Close)
+	store := &countingTransport{}
+	var logs syncBuffer
+	settings := map[string]string{
+		"AZURE_OPENAI_ENDPOINT": simSrv.URL, "AZURE_OPENAI_DEPLOYMENT": "o3", "AZURE_OPENAI_API_KEY": simKey,
+		"REQUEST_BUDGET": "3s", "FAST_FAILURE_THRESHOLD": "1s", "CLIENT_TIMEOUT_MARGIN": "500ms",
+		"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": "1000000000",
+	}
+	cfg, err := config.Load(func(k string) string { return settings[k] })
+	require.NoError(b, err)
+	a, err := app.New(cfg, app.Seams{Version: "bench", Quota: store, Logs: &logs})
+	require.NoError(b, err)
+	srv := httptest.NewServer(a.Handler)
+	b.Cleanup(srv.Close)
+
+	// post sends one hop and reads it to its end: the cursor of the next,
+	// "" at the end.
+	post := func(path, body string) string {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = line[len("event: "):]
+			case strings.HasPrefix(line, "data: ") && event == "continue":
+				var c apiwire.Continue
+				if err := json.Unmarshal([]byte(line[len("data: "):]), &c); err != nil {
+					b.Fatal(err)
+				}
+				return c.Cursor
+			case strings.HasPrefix(line, "data: ") && event == "error":
+				b.Fatal(line)
+			}
+		}
+		if event != "done" {
+			b.Fatalf("the hop ended with %q", event)
+		}
+		return ""
+	}
+	answer := func() (hops int) {
+		c := post("/api/chat", ask("Count to 300, with a comma between each number, no newlines and a period at the end."))
+		for hops = 1; c != ""; hops++ {
+			c = post("/api/chat/continue", cursorBody(c))
+		}
+		return hops
+	}
+	answer() // the table is created
+	calls, batches := store.n.Load(), store.batches.Load()
+	n, hops := 0, 0
+	for b.Loop() {
+		n++
+		hops += answer()
+	}
+	b.StopTimer()
+	var settle []float64
+	dec := json.NewDecoder(strings.NewReader(logs.String()))
+	for {
+		var l map[string]any
+		if dec.Decode(&l) != nil {
+			break
+		}
+		if ms, ok := l["quotaSettleMs"].(float64); ok && l["hop"] != nil {
+			settle = append(settle, ms)
+		}
+	}
+	slices.Sort(settle)
+	b.ReportMetric(float64(hops)/float64(n), "hops/answer")
+	b.ReportMetric(float64(store.n.Load()-calls)/float64(n), "store-calls/answer")
+	b.ReportMetric(float64(store.batches.Load()-batches)/float64(n), "store-batches/answer")
+	if len(settle) > 0 {
+		b.ReportMetric(settle[len(settle)/2], "settle-p50-ms")
+	}
 }
 
 type writerFunc func(p []byte) (int, error)
