@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { AzureOpenAI } from 'openai';
 
 import { ENTRA, startStack } from '../../e2e/harness.mjs';
+import { countedCalls } from './counted.mjs';
 
 let stack;
 let token;
@@ -55,4 +56,58 @@ test('an API key is never accepted from a caller: 401, not retried, nothing upst
   await stack.waitForRequestLog((l) => l.status === 401, { from: logFrom });
   assert.equal(stack.requestLog(logFrom).filter((l) => l.route?.startsWith('/openai/')).length, 1, 'one request: the SDK did not retry');
   assert.equal(stack.upstreamLog(simFrom).length, 0);
+});
+
+// The cases node.test.mjs runs with OpenAI, with AzureOpenAI: the retry
+// rule reaches an Azure client the same way (x-should-retry).
+const ask = (content, extra) => azure({ azureADTokenProvider: async () => token }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], ...extra });
+
+test('AzureOpenAI: a tool call', async () => {
+  const { result: res } = await countedCalls(stack, () => ask('What is the weather in Paris?', {
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }],
+  }));
+  assert.equal(res.choices[0].finish_reason, 'tool_calls');
+  assert.equal(res.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(res.choices[0].message.tool_calls[0].function.arguments), { question: 'What is the weather in Paris?' });
+});
+
+test('AzureOpenAI: the deadline is one upstream call, the error carries timebox\'s message and code', async () => {
+  const { error, upstream, log } = await countedCalls(stack, () => ask('[[sim:hang]] hi'));
+  assert.ok(error instanceof AzureOpenAI.InternalServerError, `a 500, got ${error}`);
+  assert.equal(error.code, 'deadline_exceeded');
+  assert.match(error.message, /did not answer in time/);
+  assert.equal(error.headers.get('x-should-retry'), 'false');
+  assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
+  assert.equal(log.length, 1);
+});
+
+test('AzureOpenAI: a fast 503 is retried by the SDK, then answered: two upstream calls', async () => {
+  const { result, upstream } = await countedCalls(stack, () => ask('[[sim:status code=503 times=1 id=azure-503]] Count to 3.'), { requests: 2, upstream: 2 });
+  assert.equal(result.choices[0].message.content, '1, 2, 3.');
+  assert.deepEqual(upstream.map((u) => u.status), [503, 200]);
+});
+
+test('AzureOpenAI: a 429 whose wait does not fit is surfaced at once: one upstream call', async () => {
+  const { error, upstream } = await countedCalls(stack, () => ask('[[sim:throttle s=20 times=1 id=azure-429]] hi'));
+  assert.ok(error instanceof AzureOpenAI.RateLimitError, `a 429, got ${error}`);
+  assert.equal(error.code, 'rate_limited');
+  assert.equal(error.headers.get('x-should-retry'), 'false');
+  assert.equal(upstream.length, 1);
+});
+
+test('AzureOpenAI: a mid-stream cut is raised as an error, after the text so far', async () => {
+  const { result, upstream } = await countedCalls(stack, async () => {
+    const stream = await ask('[[sim:reset tokens=10]] Count to 50.', { stream: true });
+    let text = '';
+    try {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    } catch (err) {
+      return { text, err };
+    }
+    return { text };
+  });
+  assert.ok(result.err instanceof AzureOpenAI.APIError, `an APIError, got ${result.err}`);
+  assert.equal(result.err.code, 'upstream_error');
+  assert.match(result.text, /^1, 2, 3/, 'the text so far arrived first');
+  assert.equal(upstream.length, 1);
 });

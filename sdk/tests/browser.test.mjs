@@ -96,6 +96,25 @@ test('a fast 503 is retried by the SDK in the page, then answered', async () => 
   assert.deepEqual(stack.upstreamLog(simFrom).map((u) => u.status), [503, 200]);
 });
 
+test('a tool call, read in the page', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }];
+  const r = await run({ content: 'What is the weather in Paris?', tools });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  assert.equal(r.finish, 'tool_calls');
+  assert.equal(r.calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(r.calls[0].function.arguments), { question: 'What is the weather in Paris?' });
+});
+
+test('a mid-stream cut is raised by the SDK in the page, after the text so far', async () => {
+  const simFrom = stack.simulator.lines.length;
+  const r = await run({ content: '[[sim:reset tokens=10]] Count to 50.', stream: true });
+  assert.equal(r.ok, false, JSON.stringify(r));
+  assert.equal(r.code, 'upstream_error');
+  assert.match(r.text, /^1, 2, 3/, 'the text so far arrived first');
+  await stack.waitForUpstreamLogs(1, { from: simFrom });
+  assert.equal(stack.upstreamLog(simFrom).length, 1);
+});
+
 test('the SDK\'s own headers went out across origins: the preflight allowed them', () => {
   assert.ok(posts.length > 0);
   const names = Object.keys(posts[0]);

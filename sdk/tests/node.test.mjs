@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
 import { startStack } from '../../e2e/harness.mjs';
+import { countedCalls } from './counted.mjs';
 
 let stack;
 let client;
@@ -21,26 +22,7 @@ after(async () => {
   await stack?.stop();
 });
 
-/**
- * Runs fn and returns what it returned or threw, the handler's log lines for
- * the requests it made and the simulator's for the upstream calls, once
- * `requests` and `upstream` of them are written (a cancelled upstream call
- * is logged when the simulator sees the cancellation, after the answer).
- */
-async function counted(fn, { requests = 1, upstream = 1 } = {}) {
-  const simFrom = stack.simulator.lines.length;
-  const logFrom = stack.handler.lines.length;
-  let result;
-  let error;
-  try {
-    result = await fn();
-  } catch (err) {
-    error = err;
-  }
-  await stack.waitForRequestLogs((l) => l.route?.startsWith('/openai/'), requests, { from: logFrom });
-  await stack.waitForUpstreamLogs(upstream, { from: simFrom });
-  return { result, error, upstream: stack.upstreamLog(simFrom), log: stack.requestLog(logFrom).filter((l) => l.route?.startsWith('/openai/')) };
-}
+const counted = (fn, want) => countedCalls(stack, fn, want);
 
 test('an answer', async () => {
   const { result, upstream, log } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 5.' }] }));
