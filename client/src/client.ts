@@ -435,7 +435,11 @@ export class TimeboxClient {
 
   /**
    * Reads `GET /api/usage`: the caller's tokens used of its quotas, and when
-   * each window resets ({@link usageLine} says it in a line).
+   * each window resets ({@link usageLine} says it in a line). A quota store
+   * that is down rejects with code `quota_unavailable` (with the server's
+   * `QUOTA_FAIL_OPEN` too), after the rule's retries: a page that reads it
+   * beside an answer passes a `deadlineMs` under the 503's 5 s wait, so it
+   * is not waited for.
    */
   usage(options: CallOptions = {}): Promise<Usage> {
     return this.send<Usage>('GET', '/api/usage', undefined, options);
