@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
 
 export const repo = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const artifacts = join(repo, 'e2e', 'artifacts');
@@ -30,8 +29,11 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-backgro
 /**
  * Starts Chromium on a fresh profile (launchPersistentContext is how
  * playwright takes --user-data-dir); close() ends it and removes the profile.
+ * chromium is playwright-core's, from the caller's own packages: this file
+ * imports no npm package, so that the SDK tests (sdk/) start their stack
+ * with it without e2e's node_modules.
  */
-export async function startBrowser() {
+export async function startBrowser(chromium) {
   const profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
   let context;
   try {

@@ -3,6 +3,7 @@
 // the issuer's real keys); a page with no token gets a 401 it can read.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
 
 import { ENTRA, startBrowser, startStack } from '../harness.mjs';
 
@@ -12,7 +13,7 @@ let context;
 
 before(async () => {
   stack = await startStack({ entra: true });
-  browser = await startBrowser();
+  browser = await startBrowser(chromium);
   context = browser.context;
 });
 

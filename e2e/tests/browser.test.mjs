@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { chromium } from 'playwright-core';
 
 import { artifacts, BUDGET, startBrowser, startStack } from '../harness.mjs';
 
@@ -14,7 +15,7 @@ let context;
 
 before(async () => {
   stack = await startStack();
-  browser = await startBrowser();
+  browser = await startBrowser(chromium);
   context = browser.context;
 });
 

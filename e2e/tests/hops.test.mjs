@@ -3,6 +3,7 @@
 // deployment, whose answers run in the simulator's background mode.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
 
 import { startBrowser, startStack } from '../harness.mjs';
 
@@ -12,7 +13,7 @@ let context;
 
 before(async () => {
   stack = await startStack({ deployment: 'o3' });
-  browser = await startBrowser();
+  browser = await startBrowser(chromium);
   context = browser.context;
 });
 

@@ -4,6 +4,7 @@
 // answer, when it comes, at once and in its own words.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
 
 import { startBrowser, startStack } from '../harness.mjs';
 
@@ -15,7 +16,7 @@ let context;
 
 before(async () => {
   stack = await startStack({ quota: { userDaily: LIMIT } });
-  browser = await startBrowser();
+  browser = await startBrowser(chromium);
   context = browser.context;
 });
 

@@ -5,21 +5,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-import { startStack } from '../../e2e/harness.mjs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+import { startBrowser, startStack } from '../../e2e/harness.mjs';
 
 let stack;
 let server;
-let context;
-let profile;
+let browser;
 let page;
 const posts = []; // the headers of each POST the page sent
 
@@ -28,9 +21,8 @@ before(async () => {
   const port = new URL(stack.pages[0]).port;
   server = spawn(process.execPath, [fileURLToPath(new URL('../serve.mjs', import.meta.url)), '--port', port], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise((resolve) => server.stdout.once('data', resolve));
-  profile = await mkdtemp(join(tmpdir(), 'timebox-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
-  page = await context.newPage();
+  browser = await startBrowser(chromium);
+  page = await browser.context.newPage();
   page.on('request', (r) => {
     if (r.method() === 'POST') posts.push(r.headers());
   });
@@ -39,10 +31,9 @@ before(async () => {
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   server?.kill('SIGTERM');
   await stack?.stop();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 const run = (options) => page.evaluate(([api, o]) => window.run(api, o), [stack.api, options]);
