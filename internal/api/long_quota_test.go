@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timebox-dev/timebox/internal/api"
+	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
@@ -132,21 +133,37 @@ func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 
 // Hops 2 on are answered by another instance that shares only the table:
 // it finds the reservation in the response's metadata and settles it.
+// The caller does not stream (202, then a continue that waits): the same
+// rule.
 func TestLongAnswerSettledByAnotherInstance(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := longQuotaHarness(t, az, 10_000, nil)
-		ans := h.send(context.Background(), "/api/chat", ask(long600), true)
 		other := h.twin()
-		last, c, hops := followHops(t, other, ans)
-		done := doneOf(t, last)
-		assert.Equal(t, "settled", hopLines(h)[hops-1]["quota"])
+		ans := h.send(context.Background(), "/api/chat", ask(long600), false)
+		var c string
+		hops := 1
+		for ans.resp.StatusCode == http.StatusAccepted {
+			var p apiwire.InProgress
+			require.NoError(t, json.Unmarshal([]byte(ans.events[0].data), &p))
+			c = p.Cursor
+			ans = other.send(context.Background(), "/api/chat/continue", cursorBody(c), false)
+			hops++
+		}
+		require.Equal(t, http.StatusOK, ans.resp.StatusCode, ans.events[0].data)
+		require.GreaterOrEqual(t, hops, 2)
+		var done api.ChatResponse
+		require.NoError(t, json.Unmarshal([]byte(ans.events[0].data), &done))
+		lines := hopLines(h)
+		assert.Equal(t, "held", lines[0]["quota"])
+		assert.Equal(t, "settled", lines[hops-1]["quota"])
 		day := usageOf(t, h).User.Day
 		assert.EqualValues(t, done.Usage.TotalTokens, day.Used)
 		assert.EqualValues(t, 0, day.Reserved)
 
 		// The first instance sees the same end (a retried continue): once.
-		doneOf(t, h.send(context.Background(), "/api/chat/continue", cursorBody(c), true))
+		again := h.send(context.Background(), "/api/chat/continue", cursorBody(c), false)
+		assert.Equal(t, http.StatusOK, again.resp.StatusCode)
 		assert.EqualValues(t, done.Usage.TotalTokens, usageOf(t, other).User.Day.Used)
 	})
 }
