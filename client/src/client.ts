@@ -335,7 +335,8 @@ export class TimeboxClient {
           options.signal?.throwIfAborted();
           return await run(withHop(hop));
         } catch (err) {
-          if (options.signal?.aborted) void this.cancel(cursor);
+          // keepalive: the abort may be the page going away (a web part disposed as it unloads).
+          if (options.signal?.aborted) void this.cancel(cursor, { keepalive: true });
           throw err;
         }
       },

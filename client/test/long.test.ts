@@ -55,7 +55,7 @@ test('chat follows 202s until the 200', async () => {
   assert.deepEqual(transport.calls.slice(1).map(body), [{ cursor: 'c2' }, { cursor: 'c3' }]);
 });
 
-test('an abort between hops sends cancel with the last cursor', async () => {
+test('an abort between hops sends cancel with the last cursor, with keepalive', async () => {
   const clock = new FakeClock();
   const ac = new AbortController();
   const { transport, client } = setup(clock, [
@@ -68,6 +68,7 @@ test('an abort between hops sends cancel with the last cursor', async () => {
   const last = transport.calls[transport.calls.length - 1];
   assert.equal(last.url, 'https://app.example/api/chat/cancel');
   assert.deepEqual(body(last), { cursor: 'c2' });
+  assert.equal(last.request.keepalive, true, 'the abort may be the page going away');
 });
 
 test('cancel with keepalive outlives the page', async () => {

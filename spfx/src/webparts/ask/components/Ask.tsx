@@ -48,7 +48,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
 
   // The web part disposed (the component unmounted, the page still there) cancels the call in
   // flight: the abort ends the hop's connection, and past the first hop the client also cancels
-  // the long answer by its cursor.
+  // the long answer by its cursor, with keepalive (the web part may be disposed as the page unloads).
   React.useEffect(
     () => () => {
       mounted.current = false;
@@ -59,8 +59,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
 
   // A page that goes away (a tab closed, another site) takes the hop's connection with it, but a
   // long answer goes on at Azure OpenAI until it is cancelled by its cursor, and only a keepalive
-  // request outlives the page. The signal is left alone: the cancel the client sends on an abort
-  // would not outlive the page, and would be a second one.
+  // request outlives the page. The signal is left alone: its abort would send the same cancel again.
   React.useEffect(() => {
     const leave = (): void => {
       const c = cursor.current;

@@ -377,7 +377,8 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
     cancel.reply(204, '');
   });
 
-  it('the web part going away during a later hop cancels the long answer upstream', async () => {
+  it('the web part going away during a later hop cancels the long answer upstream, with keepalive', async () => {
+    const sent = watchKeepalive();
     const { unmount } = renderStreaming();
     const { second } = await secondHop();
     act(() => unmount());
@@ -385,6 +386,7 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
     const cancel = await arrived();
     expect(cancel.url).toBe('/api/chat/cancel');
     expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    expect(sent[sent.length - 1]).toEqual({ path: '/api/chat/cancel', keepalive: true });
     cancel.reply(204, '');
   });
 });
