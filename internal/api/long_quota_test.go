@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -17,6 +18,8 @@ import (
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
+	"github.com/timebox-dev/timebox/internal/cursor"
+	"github.com/timebox-dev/timebox/internal/issuertest"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
 
@@ -291,5 +294,55 @@ func TestLongAnswersNeverExceedTheLimit(t *testing.T) {
 		assert.EqualValues(t, doneA.Usage.TotalTokens+doneB.Usage.TotalTokens, day.Used)
 		assert.LessOrEqual(t, day.Used, int64(limit))
 		assert.EqualValues(t, 0, day.Reserved)
+	})
+}
+
+// A cursor gives nothing of a hold to anyone but its owner: another user's
+// cancel or continue of it is 404 and leaves the owner's hold as it was,
+// and the owner's own edited cursor (its place moved back to the start)
+// is charged what Azure reported at the end, no less.
+func TestAnotherCallersCursorSettlesNothing(t *testing.T) {
+	az := azuritetest.Start(t)
+	const bob = "00000000-0000-4000-8000-00000000b0b0"
+	as := func(oid string) []string {
+		return []string{"X-MS-CLIENT-PRINCIPAL", principalOf(oid, authTenant)}
+	}
+	alice := as(issuertest.TestUserOID)
+	synctest.Test(t, func(t *testing.T) {
+		h := longQuotaHarness(t, az, 10_000, map[string]string{
+			"AUTH_MODE": "easyauth", "WEBSITE_SITE_NAME": "timebox", "WEBSITE_AUTH_ENABLED": "True", "AUTH_TENANTS": authTenant,
+		})
+		usage := func(who []string) api.UsageResponse {
+			r := httptest.NewRequest(http.MethodGet, "/api/usage", nil)
+			r.Header.Set(who[0], who[1])
+			w := h.do(r)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			var u api.UsageResponse
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &u))
+			return u
+		}
+		ans := h.send(context.Background(), "/api/chat", ask(long600), true, alice...)
+		c := continueOf(t, ans.last())
+		held := usage(alice).User.Day.Reserved
+		require.Positive(t, held)
+
+		for _, path := range []string{"/api/chat/cancel", "/api/chat/continue"} {
+			got := h.send(context.Background(), path, cursorBody(c), true, as(bob)...)
+			assert.Equal(t, http.StatusNotFound, got.resp.StatusCode, path)
+		}
+		day := usage(alice).User.Day
+		assert.Equal(t, held, day.Reserved, "the owner's hold is as it was")
+		assert.EqualValues(t, 0, day.Used)
+		assert.EqualValues(t, 0, usage(as(bob)).User.Day.Used)
+
+		parsed, err := cursor.Parse(c)
+		require.NoError(t, err)
+		parsed.After, parsed.Offset = 0, 0
+		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(parsed.String()), true, alice...)
+		for ans.last().typ == "continue" {
+			ans = h.send(context.Background(), "/api/chat/continue", cursorBody(continueOf(t, ans.last())), true, alice...)
+		}
+		done := doneOf(t, ans)
+		assert.EqualValues(t, done.Usage.TotalTokens, usage(alice).User.Day.Used, "charged what Azure reported")
 	})
 }
