@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/memnet"
@@ -68,20 +69,36 @@ func benchDialects(b *testing.B, h http.Handler, stream bool) {
 		}
 		b.Run(d.name+"/latency", func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuTime()
 			for b.Loop() {
 				do()
 			}
+			reportCPU(b, start)
 		})
 		b.Run(d.name+"/throughput", func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					do()
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			reportCPU(b, start)
 		})
 	}
+}
+
+// reportCPU reports the CPU a request took since start (cpu-ns/op), and
+// the requests a core so serves (req/s-core): the figures that hold when
+// other work shares the machine, as wall time does not.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start == 0 {
+		return
+	}
+	per := float64(cpuTime()-start) / float64(b.N)
+	b.ReportMetric(per, "cpu-ns/op")
+	b.ReportMetric(1e9/per, "req/s-core")
 }
 
 // BenchmarkDialects is each surface's own overhead per request, on an
