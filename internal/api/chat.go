@@ -151,8 +151,9 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		return nil, err
 	}
 	call := &chatCall{
-		req: aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec)},
-		fit: fit,
+		req:  aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec)},
+		fit:  fit,
+		long: s.LongAnswers != nil,
 	}
 	// Last before the upstream call: what it can at most cost is known, and
 	// a refusal spends nothing.

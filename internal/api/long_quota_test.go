@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -344,5 +345,25 @@ func TestAnotherCallersCursorSettlesNothing(t *testing.T) {
 		}
 		done := doneOf(t, ans)
 		assert.EqualValues(t, done.Usage.TotalTokens, usage(alice).User.Day.Used, "charged what Azure reported")
+	})
+}
+
+// The OpenAI surface answers a long-answer deployment with Chat
+// Completions, in one request: its hold lapses after that request, as
+// any question's, not after LONG_ANSWER_LIMIT.
+func TestOpenAISurfaceHoldsForItsRequestOnly(t *testing.T) {
+	az := azuritetest.Start(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := longQuotaHarness(t, az, 10_000, nil)
+		r := httptest.NewRequest(http.MethodPost, "/openai/v1/chat/completions", strings.NewReader(`{"model":"o3","messages":[{"role":"user","content":"hi"}]}`))
+		r.Header.Set("Content-Type", "application/json")
+		w := h.do(r)
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		row := ledgerOf(t, az, "", hopLines(h)[0]["requestId"])
+		reserved, err := time.Parse(time.RFC3339Nano, row["ReservedAt"].(string))
+		require.NoError(t, err)
+		expires, err := time.Parse(time.RFC3339Nano, row["ExpiresAt"].(string))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, expires.Sub(reserved), h.cfg.Budget+quota.Grace, "the request's budget and the grace")
 	})
 }

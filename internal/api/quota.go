@@ -49,7 +49,7 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 		prompt = s.Tokens.Prompt(call.fit.Messages)
 	}
 	deadline, _ := ctx.Deadline()
-	if s.LongAnswers != nil {
+	if call.long {
 		// A long answer's generation runs on after this request, until
 		// it ends or its limit: its hold lasts as long.
 		deadline = time.Now().Add(s.LongAnswers.Limit)
