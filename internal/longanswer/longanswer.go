@@ -127,7 +127,7 @@ func (h *Hops) Start(ctx context.Context, req *aoai.GenerationRequest, owner cur
 	if hop == nil {
 		return nil, err
 	}
-	return h.settle(ctx, hopCtx, hop, err, cursor.Cursor{Hop: 1}, hop.CreatedAt)
+	return h.settle(ctx, hopCtx, hop, err, cursor.Cursor{Hop: 1}, false, hop.CreatedAt)
 }
 
 // Continue runs a later hop from c for caller: the generation's text after
@@ -163,7 +163,7 @@ func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owne
 	if hop == nil {
 		return nil, err
 	}
-	res, err := h.settle(ctx, hopCtx, hop, err, c, r.CreatedAt)
+	res, err := h.settle(ctx, hopCtx, hop, err, c, whole, r.CreatedAt)
 	res.Metadata = r.Metadata
 	return res, err
 }
@@ -282,16 +282,16 @@ func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, on
 		return res, cursor.ErrNotFound // cancelled meanwhile
 	}
 	hop := &aoai.Hop{ResponseID: c.ResponseID, Last: c.After}
-	if whole {
+	if whole && r != nil {
 		hop.Text = r.Text // nothing to show yet: a response's output comes with its end
 	}
-	return h.settle(ctx, hopCtx, hop, err, c, created)
+	return h.settle(ctx, hopCtx, hop, err, c, whole, created)
 }
 
 // settle ends a hop whose stream stopped with hop and err: the end of the
 // generation; a cursor, when only the hop's own time ran out; the caller
 // gone or the limit come, the generation cancelled; or the failure.
-func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c cursor.Cursor, created time.Time) (*Result, error) {
+func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c cursor.Cursor, whole bool, created time.Time) (*Result, error) {
 	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
 	switch {
 	case err == nil && hop.Done:
@@ -314,7 +314,13 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		res.End = EndFailed
 		return res, err
 	case hopCtx.Err() != nil:
-		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: c.Offset + len(hop.Text)}
+		// The offset is of the whole text, whichever way the hops were
+		// read: a caller may stream the rest of what it took whole.
+		offset := c.Offset + len(hop.Text)
+		if whole {
+			offset = max(c.Offset, len(hop.Text))
+		}
+		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: offset}
 		return res, nil
 	}
 	return res, err

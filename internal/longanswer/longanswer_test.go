@@ -336,3 +336,37 @@ func TestResumeThatDoesNotAnswerInTimeContinues(t *testing.T) {
 		assert.Equal(t, info.Text, seen.String())
 	})
 }
+
+// A caller that took whole answers and then streams the rest gets exactly
+// what follows the text it already has, also when Azure refuses the
+// resume from the third hop (stale s=300) or the second (s=100) and the
+// rest is cut from the polled whole text: a cursor's offset is of the
+// whole text, whichever way its hops were read.
+func TestStreamAfterWholeHopsGoesOnWhereTheTextStopped(t *testing.T) {
+	for _, q := range []string{long, long + " [[sim:stale s=300]]", long + " [[sim:stale s=100]]"} {
+		t.Run(strings.TrimPrefix(q, long), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, sim := setup(t, 30*time.Minute)
+				res, err := hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Start(ctx, question(q, nil), alice) })
+				require.NoError(t, err)
+				had, c := res.Text, *res.Next
+				res, err = hop(func(ctx context.Context) (*longanswer.Result, error) { return h.Continue(ctx, c, alice, true, "", nil) })
+				require.NoError(t, err)
+				require.NotNil(t, res.Next, "still writing after two hops")
+				if len(res.Text) > len(had) {
+					had = res.Text // a polled hop has no text to show until the end
+				}
+				var rest strings.Builder
+				for res.Next != nil {
+					c := *res.Next
+					res, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
+						return h.Continue(ctx, c, alice, false, "", func(s string) { rest.WriteString(s) })
+					})
+					require.NoError(t, err)
+				}
+				info, _ := sim.Generation(res.ResponseID)
+				assert.Equal(t, info.Text, had+rest.String())
+			})
+		})
+	}
+}
