@@ -92,22 +92,26 @@ func (l *limited) Read(p []byte) (int, error) {
 // one carries prompt_filter_results, and with stream_options.include_usage
 // the last one before [DONE] carries usage (every other chunk then has
 // "usage": null). A server failure mid-stream arrives as {"error": {...}}.
-type chatChunk struct {
-	Choices []chunkChoice   `json:"choices"`
-	Usage   *Usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+// Its annotations (A) are the members only the OpenAI dialect's answer
+// reads: a chatChunk[skipped] skips them, as unknown members would be, and
+// a chatChunk[kept] (a Passthrough request's) keeps them as Azure sent
+// them, so that the dialect reads each chunk once, here.
+type chatChunk[A annotation[A]] struct {
+	Choices []chunkChoice[A] `json:"choices"`
+	Usage   *Usage           `json:"usage"`
+	Error   json.RawMessage  `json:"error"`
 
-	ID                  annotation `json:"id"`
-	Created             annotation `json:"created"`
-	Model               annotation `json:"model"`
-	SystemFingerprint   annotation `json:"system_fingerprint"`
-	PromptFilterResults annotation `json:"prompt_filter_results"`
+	ID                  A `json:"id"`
+	Created             A `json:"created"`
+	Model               A `json:"model"`
+	SystemFingerprint   A `json:"system_fingerprint"`
+	PromptFilterResults A `json:"prompt_filter_results"`
 }
 
 // chunkChoice is one choice of a chatChunk. Strings, not pointers: null
 // reads as "", which is what both mean here, and a string costs no
 // allocation of its own per token.
-type chunkChoice struct {
+type chunkChoice[A annotation[A]] struct {
 	Delta struct {
 		Content string `json:"content"`
 		Refusal string `json:"refusal"`
@@ -115,29 +119,39 @@ type chunkChoice struct {
 		// passes the chunk on as it came.
 		ToolCalls jsontext.Value `json:"tool_calls"`
 	} `json:"delta"`
-	FinishReason         string     `json:"finish_reason"`
-	ContentFilterResults annotation `json:"content_filter_results"`
+	FinishReason         string `json:"finish_reason"`
+	ContentFilterResults A      `json:"content_filter_results"`
 }
 
-// annotation is a member of a chunk that only the OpenAI dialect's answer
-// reads (Annotations): the chunk's id, model and the like, and Azure's
-// content filter results. It is skipped, as an unknown member would be, unless the chunk
-// is read with keepAnnotations (a Passthrough request's), which keeps it
-// as Azure sent it: the dialect then reads each chunk once, here.
-type annotation []byte
+// An annotation is how a chatChunk reads its annotations: skipped or kept.
+type annotation[A any] interface {
+	// raw is the member as Azure sent it; nil when skipped or absent.
+	raw() []byte
+	// emptied is the annotation ready for the next chunk (its buffer kept).
+	emptied() A
+}
 
-func (*annotation) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
+// skipped is an annotation skipped.
+type skipped struct{}
 
-// keepAnnotations reads a chunk as lenient does, keeping its annotations
-// in the buffers of the chunk read before (merging into it, which
-// chatDecoder.decode empties first), so that no chunk costs them an
-// allocation.
-var keepAnnotations = jsonv2.JoinOptions(lenient, jsonv1.MergeWithLegacySemantics(true),
-	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, a *annotation) error {
-		v, err := dec.ReadValue()
-		*a = append((*a)[:0], v...)
-		return err
-	})))
+func (*skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
+func (skipped) raw() []byte                                    { return nil }
+func (skipped) emptied() skipped                               { return skipped{} }
+
+// kept is an annotation kept, in a buffer reused from chunk to chunk.
+type kept []byte
+
+func (k *kept) UnmarshalJSON(b []byte) error {
+	*k = append((*k)[:0], b...)
+	return nil
+}
+func (k kept) raw() []byte {
+	if len(k) == 0 {
+		return nil
+	}
+	return k
+}
+func (k kept) emptied() kept { return k[:0] }
 
 // lenient reads upstream chunks with go-json-experiment/json, letting
 // through what encoding/json did (duplicate names, invalid UTF-8): a chunk
@@ -146,6 +160,11 @@ var keepAnnotations = jsonv2.JoinOptions(lenient, jsonv1.MergeWithLegacySemantic
 // are lower case, and folding would fold every unknown name (the content
 // filter results) too.
 var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// keepAnnotations reads a chatChunk[kept] as lenient does, merging into
+// the chunk read before (which readChunk empties first) so that its
+// annotations' buffers are reused and no chunk costs them an allocation.
+var keepAnnotations = jsonv2.JoinOptions(lenient, jsonv1.MergeWithLegacySemantics(true))
 
 // chatDecoder reads a Chat Completions stream.
 type chatDecoder struct {
@@ -157,7 +176,8 @@ type chatDecoder struct {
 	// allocation for its bytes or its chunk. Decoded strings never alias
 	// buf (the decoder copies them).
 	buf   []byte
-	chunk chatChunk
+	plain chatChunk[skipped] // without onChunk
+	pass  chatChunk[kept]    // with onChunk: a Passthrough request's
 }
 
 func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
@@ -165,23 +185,28 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		return "", true, nil
 	}
 	d.buf = append(d.buf[:0], ev.Data...)
-	for i, ch := range d.chunk.Choices[:cap(d.chunk.Choices)] {
-		d.chunk.Choices[:cap(d.chunk.Choices)][i] = chunkChoice{ContentFilterResults: ch.ContentFilterResults[:0]}
+	if d.onChunk == nil {
+		return readChunk(d, &d.plain, lenient, ev.Data)
 	}
-	d.chunk = chatChunk{Choices: d.chunk.Choices[:0], Error: d.chunk.Error[:0],
-		ID: d.chunk.ID[:0], Created: d.chunk.Created[:0], Model: d.chunk.Model[:0], SystemFingerprint: d.chunk.SystemFingerprint[:0],
-		PromptFilterResults: d.chunk.PromptFilterResults[:0]}
-	c := &d.chunk
-	opts := lenient
-	if d.onChunk != nil {
-		opts = keepAnnotations
+	return readChunk(d, &d.pass, keepAnnotations, ev.Data)
+}
+
+// readChunk decodes d.buf, the chunk data, into c, emptied first, with
+// opts, and hands it to onChunk when set.
+func readChunk[A annotation[A]](d *chatDecoder, c *chatChunk[A], opts jsonv2.Options, data string) (string, bool, error) {
+	all := c.Choices[:cap(c.Choices)]
+	for i := range all {
+		all[i] = chunkChoice[A]{ContentFilterResults: all[i].ContentFilterResults.emptied()}
 	}
+	*c = chatChunk[A]{Choices: c.Choices[:0], Error: c.Error[:0],
+		ID: c.ID.emptied(), Created: c.Created.emptied(), Model: c.Model.emptied(), SystemFingerprint: c.SystemFingerprint.emptied(),
+		PromptFilterResults: c.PromptFilterResults.emptied()}
 	if err := jsonv2.Unmarshal(d.buf, c, opts); err != nil {
 		return "", false, fmt.Errorf("%w: chunk: %v", errBadBody, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		var eb errorBody
-		_ = json.Unmarshal([]byte(ev.Data), &eb)
+		_ = json.Unmarshal([]byte(data), &eb)
 		return "", false, fmt.Errorf("upstream error event (code %q)", eb.code())
 	}
 	if c.Usage != nil {
@@ -198,25 +223,17 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 		}
 	}
 	if d.onChunk != nil {
-		out := Chunk{Data: ev.Data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0, Annotations: Annotations{
-			ID: orNil(c.ID), Created: orNil(c.Created), Model: orNil(c.Model), SystemFingerprint: orNil(c.SystemFingerprint),
-			PromptFilterResults: orNil(c.PromptFilterResults),
+		out := Chunk{Data: data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0, Annotations: Annotations{
+			ID: c.ID.raw(), Created: c.Created.raw(), Model: c.Model.raw(), SystemFingerprint: c.SystemFingerprint.raw(),
+			PromptFilterResults: c.PromptFilterResults.raw(),
 		}}
 		if len(c.Choices) > 0 {
 			ch := &c.Choices[0]
-			out.Refusal, out.Finish, out.Annotations.FilterResults = ch.Delta.Refusal, ch.FinishReason, orNil(ch.ContentFilterResults)
+			out.Refusal, out.Finish, out.Annotations.FilterResults = ch.Delta.Refusal, ch.FinishReason, ch.ContentFilterResults.raw()
 		}
 		d.onChunk(out)
 	}
 	return text, false, nil
-}
-
-// orNil is a, nil when the chunk had no such member.
-func orNil(a annotation) []byte {
-	if len(a) == 0 {
-		return nil
-	}
-	return a
 }
 
 func (d *chatDecoder) result() (string, Usage, bool) {
