@@ -1,6 +1,7 @@
 package openaiwire
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -260,12 +261,110 @@ func (a *Assembler) Completion(model string) Completion {
 	return c
 }
 
-// Encode is c's JSON, Azure's annotations (the jsontext.Value members)
-// written as they came rather than compacted again, as encoding/json
-// would. What Azure may send and package aoai lets through (duplicate
-// names, invalid UTF-8, mangled to U+FFFD) is let through here too.
+// Encode is c's JSON, the same as encoding/json writes of it, written out
+// member by member: most of it is Azure's annotations (the
+// jsontext.Value members: its filter results), which are JSON already and
+// go as they came, where an encoder would scan and copy them again. A
+// string's invalid UTF-8 (package aoai lets it through) is written as
+// U+FFFD.
 func (c Completion) Encode() ([]byte, error) {
-	return json.Marshal(c, lenient)
+	b := make([]byte, 0, 256+len(c.PromptFilterResults)+c.size())
+	b = append(b, `{"id":`...)
+	b = appendString(b, c.ID)
+	b = append(b, `,"object":`...)
+	b = appendString(b, c.Object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = appendString(b, c.Model)
+	if c.SystemFingerprint != nil {
+		b = append(b, `,"system_fingerprint":`...)
+		b = appendString(b, *c.SystemFingerprint)
+	}
+	b = append(b, `,"choices":[`...)
+	for i, ch := range c.Choices {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = ch.appendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, ']')
+	if u := c.Usage; u != nil {
+		b = append(b, `,"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+		b = append(b, '}')
+	}
+	b = appendRaw(b, `,"prompt_filter_results":`, c.PromptFilterResults)
+	return append(b, '}'), nil
+}
+
+// size is about how long the choices' JSON is.
+func (c Completion) size() int {
+	n := 0
+	for _, ch := range c.Choices {
+		n += 128 + len(ch.ContentFilterResults)
+		if m := ch.Message.Content; m != nil {
+			n += len(*m) + len(*m)/8
+		}
+	}
+	return n
+}
+
+func (ch Choice) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(ch.Index), 10)
+	b = append(b, `,"message":{"role":`...)
+	b = appendString(b, ch.Message.Role)
+	b = append(b, `,"content":`...)
+	b = appendNullable(b, ch.Message.Content)
+	b = append(b, `,"refusal":`...)
+	b = appendNullable(b, ch.Message.Refusal)
+	if len(ch.Message.ToolCalls) > 0 {
+		calls, err := json.Marshal(ch.Message.ToolCalls, lenient)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"tool_calls":`...), calls...)
+	}
+	b = append(b, `},"finish_reason":`...)
+	b = appendString(b, ch.FinishReason)
+	b = append(b, `,"logprobs":`...)
+	if len(ch.Logprobs) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, ch.Logprobs...)
+	}
+	b = appendRaw(b, `,"content_filter_results":`, ch.ContentFilterResults)
+	return append(b, '}'), nil
+}
+
+// appendString appends s as a JSON string, invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b, _ = jsontext.AppendQuote(b, s)
+	return b
+}
+
+// appendNullable appends *s, or null.
+func appendNullable(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+// appendRaw appends the member name and v when v is not empty (omitempty).
+func appendRaw(b []byte, name string, v jsontext.Value) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	return append(append(b, name...), v...)
 }
 
 // Model is one entry of GET /openai/v1/models.
