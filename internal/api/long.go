@@ -87,7 +87,7 @@ func (s *server) handleCancel() http.Handler {
 			recordFrom(ctx).responseID, recordFrom(ctx).hop = c.ResponseID, c.Hop
 			var res *longanswer.Result
 			res, err = s.LongAnswers.Cancel(ctx, c, ownerOf(ctx))
-			s.settleHop(ctx, res, http.StatusNoContent)
+			s.settleHop(ctx, res, http.StatusNoContent, false)
 		}
 		if err != nil {
 			s.fail(w, r, longError(err, ""))
@@ -148,7 +148,7 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 	res, err := run(s.tallied(ctx, rec))
 	rec.since("upstream", start)
 	s.noteHop(rec, res)
-	s.settleHop(ctx, res, hopStatus(res, err))
+	s.settleHop(ctx, res, hopStatus(res, err), true)
 	switch {
 	case err != nil:
 		s.fail(w, r, longError(err, textOf(res)))
@@ -159,6 +159,8 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 		stampTiming(w, r)
 		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: res.Next.String(),
 			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: rec.hopTokens}})
+		_, _ = sendWhole(w)
+		s.chargeHop(ctx, res, true)
 	default:
 		stampTiming(w, r)
 		writeJSON(w, http.StatusOK, longResponse(ctx, res, fit))
@@ -186,7 +188,7 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	started := es.end()
 	rec.since("upstream", start)
 	s.noteHop(rec, res)
-	s.settleHop(ctx, res, hopStatus(res, err))
+	s.settleHop(ctx, res, hopStatus(res, err), false)
 	err = longError(err, "")
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
@@ -217,6 +219,9 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	default:
 		es.last(eventDone, longResponse(ctx, res, fit))
 	}
+	// Once the cursor has gone, or could not go: the hop received what it
+	// received either way.
+	s.chargeHop(ctx, res, false)
 }
 
 // noteHop puts a hop on the log line: the response, the hop's number and

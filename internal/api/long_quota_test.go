@@ -22,6 +22,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 	"github.com/timebox-dev/timebox/internal/quota"
+	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
 // Long answers draw on the same quotas, against a real Azurite, in virtual
@@ -91,43 +92,84 @@ func ledgerOf(t *testing.T, az *azuritetest.Server, table string, requestID any)
 	return row
 }
 
+// num is a number of a log line or a ledger row (JSON's float64, or an
+// Int64 property's string).
+func num(t *testing.T, v any) int64 {
+	t.Helper()
+	switch v := v.(type) {
+	case float64:
+		return int64(v)
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	require.Failf(t, "not a number", "%v", v)
+	return 0
+}
+
+// generated is the tokens the simulator's generation of the harness's
+// first response has written so far.
+func generated(t *testing.T, h *harness) int64 {
+	t.Helper()
+	info, ok := h.sim.Generation(h.responseID())
+	require.True(t, ok)
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	return int64(counter.Text(info.Text))
+}
+
 // A generation of four hops or more is held from its create (its prompt
-// and completion limit) through every hop, and charged once, by the hop
-// that saw it end, with the usage Azure reported; the caller reading its
-// usage as the answer arrives finds it counted. A retried last continue
-// (the same cursor, the same end) charges nothing more.
+// and completion limit); each hop that hands out a cursor is charged what
+// it received (the prompt with the first) and the rest stays held; the
+// hop that sees the end charges what is left of the usage Azure reported,
+// so the charges add up to it exactly, once; the caller reading its usage
+// as the answer arrives finds it counted. A retried continue (the same
+// cursor), in the middle or at the end, charges nothing more.
 func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := longQuotaHarness(t, az, 10_000, nil)
 		ans := h.send(context.Background(), "/api/chat", ask(long600), true)
 		first := hopLines(h)[0]
-		assert.Equal(t, "held", first["quota"], "the first hop keeps the hold for the later ones")
+		assert.Equal(t, "held", first["quota"], "the first hop keeps the rest of the hold for the later ones")
+		prompt := num(t, ledgerOf(t, az, "", first["requestId"])["CountedPrompt"])
+		charged := prompt + num(t, first["hopTokens"])
 		day := usageOf(t, h).User.Day
-		assert.EqualValues(t, 0, day.Used)
-		assert.EqualValues(t, first["quotaReserved"], day.Reserved, "the prompt and the completion limit")
+		assert.Equal(t, charged, day.Used, "the prompt and what hop 1 received")
+		assert.Equal(t, num(t, first["quotaReserved"])-charged, day.Reserved, "the rest held")
+
+		// Hop 2, then the same cursor again: charged once.
+		c := continueOf(t, ans.last())
+		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
+		charged += num(t, hopLines(h)[1]["hopTokens"])
+		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "hop 2's tokens")
+		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
+		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "a retried continue charges nothing more")
 
 		last, c, hops := followHops(t, h, ans)
+		hops++ // hop 1; the retried hop 2 began followHops' count
 		done := doneOf(t, last)
-		assert.GreaterOrEqual(t, hops, 4)
+		assert.GreaterOrEqual(t, hops, 3, "the retried hop 2 read further: the generation ran on")
 		day = usageOf(t, h).User.Day
-		assert.EqualValues(t, done.Usage.TotalTokens, day.Used, "charged the generation's usage")
+		assert.EqualValues(t, done.Usage.TotalTokens, day.Used, "charged the generation's usage, in all")
 		assert.EqualValues(t, 0, day.Reserved, "the rest released")
-		lines := hopLines(h)
-		for _, l := range lines[1 : hops-1] {
+		lines := hopLines(h) // hop 2 twice
+		for _, l := range lines[1:hops] {
 			assert.Equal(t, "held", l["quota"])
 		}
-		assert.Equal(t, "settled", lines[hops-1]["quota"])
+		assert.Equal(t, "settled", lines[hops]["quota"])
 
 		again := h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
 		doneOf(t, again)
-		assert.EqualValues(t, done.Usage.TotalTokens, usageOf(t, h).User.Day.Used, "a retried continue charges nothing more")
+		assert.EqualValues(t, done.Usage.TotalTokens, usageOf(t, h).User.Day.Used, "a retried last continue charges nothing more")
 
 		row := ledgerOf(t, az, "", first["requestId"])
 		assert.Equal(t, "settled", row["State"])
 		assert.Equal(t, "completed", row["Outcome"])
 		assert.Equal(t, h.responseID(), row["ResponseId"])
 		assert.EqualValues(t, hops, row["Hop"], "the hop that saw the end")
+		assert.EqualValues(t, hops-1, row["ChargedHop"], "the last hop that handed out a cursor")
 		assert.EqualValues(t, done.Usage.PromptTokens, row["PromptTokens"])
 		assert.EqualValues(t, done.Usage.CompletionTokens, row["CompletionTokens"])
 		assert.Equal(t, strconv.Itoa(done.Usage.TotalTokens), row["Charged"])
@@ -136,20 +178,24 @@ func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 }
 
 // Hops 2 on are answered by another instance that shares only the table:
-// it finds the reservation in the response's metadata and settles it.
-// The caller does not stream (202, then a continue that waits): the same
-// rule.
+// it finds the reservation in the response's metadata, charges its hops
+// and settles it. The caller does not stream (202, then a continue that
+// waits, each reading the answer whole so far): the same rule.
 func TestLongAnswerSettledByAnotherInstance(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := longQuotaHarness(t, az, 10_000, nil)
 		other := h.twin()
 		ans := h.send(context.Background(), "/api/chat", ask(long600), false)
+		first := hopLines(h)[0]
+		prompt := num(t, ledgerOf(t, az, "", first["requestId"])["CountedPrompt"])
 		var c string
 		hops := 1
 		for ans.resp.StatusCode == http.StatusAccepted {
 			var p apiwire.InProgress
 			require.NoError(t, json.Unmarshal([]byte(ans.events[0].data), &p))
+			assert.Equal(t, prompt+int64(p.Partial.CompletionTokens), usageOf(t, h).User.Day.Used,
+				"each 202's hop charged the answer so far, counted once")
 			c = p.Cursor
 			ans = other.send(context.Background(), "/api/chat/continue", cursorBody(c), false)
 			hops++
@@ -173,41 +219,50 @@ func TestLongAnswerSettledByAnotherInstance(t *testing.T) {
 }
 
 // A cancel between hops settles: Azure's cancelled response reports no
-// usage, though what it generated is billed, so the whole hold is
-// charged, and the ledger says so. A second cancel, or a continue, charges
-// nothing more.
+// usage, though what it generated is billed, so the charge is an estimate:
+// the prompt, what the hops received, and what the generation wrote, at
+// its pace, while no hop watched it; about what it generated, far from the
+// whole hold. A second cancel, or a continue, charges nothing more.
 func TestLongAnswerCancelBetweenHopsSettles(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := longQuotaHarness(t, az, 10_000, nil)
 		ans := h.send(context.Background(), "/api/chat", ask(long600), true)
 		c := continueOf(t, ans.last())
-		held := usageOf(t, h).User.Day.Reserved
-		require.Positive(t, held)
+		before := usageOf(t, h).User.Day
+		hold := before.Used + before.Reserved
 
+		time.Sleep(60 * time.Second) // the generation runs on, unwatched
 		got := h.send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
 		require.Equal(t, http.StatusNoContent, got.resp.StatusCode, got.events)
+		first := hopLines(h)[0]
+		prompt := num(t, ledgerOf(t, az, "", first["requestId"])["CountedPrompt"])
+		wrote := prompt + generated(t, h)
 		day := usageOf(t, h).User.Day
-		assert.Equal(t, held, day.Used, "the whole hold, the most it can have cost")
+		assert.InDelta(t, wrote, day.Used, float64(wrote)/10, "about what was generated")
+		assert.Greater(t, day.Used, before.Used, "more than hop 1 received: it ran on")
+		assert.Less(t, day.Used, hold*9/10, "not the whole hold")
 		assert.EqualValues(t, 0, day.Reserved)
 		assert.Equal(t, "settled", hopLines(h)[1]["quota"])
+		charged := day.Used
 
 		h.send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
 		h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
-		assert.Equal(t, held, usageOf(t, h).User.Day.Used, "settled once")
+		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "settled once")
 
-		row := ledgerOf(t, az, "", hopLines(h)[0]["requestId"])
+		row := ledgerOf(t, az, "", first["requestId"])
 		assert.Equal(t, "cancelled", row["Outcome"])
 		assert.Equal(t, true, row["UsageUnreported"])
 		assert.EqualValues(t, 2, row["Hop"])
 		assert.EqualValues(t, http.StatusNoContent, row["Status"])
-		assert.Equal(t, strconv.FormatInt(held, 10), row["Charged"])
+		assert.Equal(t, strconv.FormatInt(charged, 10), row["Charged"])
 	})
 }
 
 // A caller that leaves during a later hop has the generation cancelled,
 // and that hop settles it; so does the hop that reaches
-// LONG_ANSWER_LIMIT.
+// LONG_ANSWER_LIMIT. Each watched the generation to its end: the charge
+// is the prompt and what the hops received, about what was generated.
 func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 	az := azuritetest.Start(t)
 	for _, tt := range []struct {
@@ -223,7 +278,7 @@ func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := longQuotaHarness(t, az, 10_000, tt.env)
 				ans := h.send(context.Background(), "/api/chat", ask(long600), true)
-				held := usageOf(t, h).User.Day.Reserved
+				before := usageOf(t, h).User.Day
 				ctx, leave := context.WithCancel(context.Background())
 				defer leave()
 				if tt.leave {
@@ -232,12 +287,16 @@ func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 				h.send(ctx, "/api/chat/continue", cursorBody(continueOf(t, ans.last())), true)
 				info, _ := h.sim.Generation(h.responseID())
 				assert.Equal(t, "cancelled", info.Status)
+				lines := hopLines(h)
+				row := ledgerOf(t, az, tt.env["QUOTA_TABLE"], lines[0]["requestId"])
+				charged := num(t, row["CountedPrompt"]) + num(t, lines[0]["hopTokens"]) + num(t, lines[1]["hopTokens"])
 				day := usageOf(t, h).User.Day
-				assert.Equal(t, held, day.Used)
+				assert.Equal(t, charged, day.Used, "the prompt and what the hops received")
+				wrote := num(t, row["CountedPrompt"]) + generated(t, h)
+				assert.InDelta(t, wrote, day.Used, float64(wrote)/20, "about what was generated")
+				assert.Less(t, day.Used, before.Used+before.Reserved, "not the whole hold")
 				assert.EqualValues(t, 0, day.Reserved)
-				line := hopLines(h)[1]
-				assert.Equal(t, "settled", line["quota"])
-				row := ledgerOf(t, az, tt.env["QUOTA_TABLE"], hopLines(h)[0]["requestId"])
+				assert.Equal(t, "settled", lines[1]["quota"])
 				assert.Equal(t, tt.outcome, row["Outcome"])
 				assert.EqualValues(t, tt.status, row["Status"])
 				assert.Equal(t, true, row["UsageUnreported"])
@@ -247,16 +306,21 @@ func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 }
 
 // A generation no hop sees end (its instance crashed mid-hop, or its
-// caller never came back) holds its tokens for as long as it may run,
-// LONG_ANSWER_LIMIT and the grace, not a hop's budget; then its hold
-// lapses by itself.
+// caller never came back) has paid for what its caller was given: hop 1
+// charged the prompt and what it received. The rest of its hold is held
+// for as long as the generation may run, LONG_ANSWER_LIMIT and the grace,
+// not a hop's budget; then it lapses by itself.
 func TestLongAnswerHoldLapsesAfterItsLimit(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := longQuotaHarness(t, az, 10_000, map[string]string{"LONG_ANSWER_LIMIT": "1200s"})
 		start := time.Now()
 		h.send(context.Background(), "/api/chat", ask(long600), true)
-		held := usageOf(t, h).User.Day.Reserved
+		first := hopLines(h)[0]
+		hopOne := num(t, ledgerOf(t, az, "", first["requestId"])["CountedPrompt"]) + num(t, first["hopTokens"])
+		day := usageOf(t, h).User.Day
+		assert.Equal(t, hopOne, day.Used, "the prompt and what hop 1 received")
+		held := day.Reserved
 		require.Positive(t, held)
 
 		time.Sleep(h.cfg.Budget + quota.Grace + time.Minute - time.Since(start))
@@ -265,9 +329,9 @@ func TestLongAnswerHoldLapsesAfterItsLimit(t *testing.T) {
 		assert.Equal(t, held, usageOf(t, h).User.Day.Reserved, "held while the generation may run")
 
 		time.Sleep(h.cfg.LongAnswerLimit + quota.Grace + 10*time.Second - time.Since(start))
-		day := usageOf(t, h).User.Day
+		day = usageOf(t, h).User.Day
 		assert.EqualValues(t, 0, day.Reserved, "lapsed")
-		assert.EqualValues(t, 0, day.Used)
+		assert.Equal(t, hopOne, day.Used, "the caller who never came back paid for hop 1")
 	})
 }
 
@@ -324,16 +388,16 @@ func TestAnotherCallersCursorSettlesNothing(t *testing.T) {
 		}
 		ans := h.send(context.Background(), "/api/chat", ask(long600), true, alice...)
 		c := continueOf(t, ans.last())
-		held := usage(alice).User.Day.Reserved
-		require.Positive(t, held)
+		before := usage(alice).User.Day
+		require.Positive(t, before.Reserved)
 
 		for _, path := range []string{"/api/chat/cancel", "/api/chat/continue"} {
 			got := h.send(context.Background(), path, cursorBody(c), true, as(bob)...)
 			assert.Equal(t, http.StatusNotFound, got.resp.StatusCode, path)
 		}
 		day := usage(alice).User.Day
-		assert.Equal(t, held, day.Reserved, "the owner's hold is as it was")
-		assert.EqualValues(t, 0, day.Used)
+		assert.Equal(t, before.Reserved, day.Reserved, "the owner's hold is as it was")
+		assert.Equal(t, before.Used, day.Used)
 		assert.EqualValues(t, 0, usage(as(bob)).User.Day.Used)
 
 		parsed, err := cursor.Parse(c)

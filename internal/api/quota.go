@@ -19,6 +19,7 @@ import (
 type Quota interface {
 	Reserve(ctx context.Context, req quota.Request) (*quota.Reservation, error)
 	Settle(ctx context.Context, res *quota.Reservation, b quota.Billed) error
+	ChargeHop(ctx context.Context, res *quota.Reservation, hop int, seen quota.Seen) error
 	Usage(ctx context.Context, oid, tid string) (quota.Usage, error)
 }
 
@@ -156,10 +157,13 @@ func quotaMetadata(ctx context.Context) map[string]string {
 // reservation, or a later hop's as the response's metadata names it. The
 // charge is the generation's usage as Azure OpenAI reported it, or, when
 // it reported none (a cancelled generation's is null, though what it
-// generated is billed), the whole hold. A hop that hands out a cursor
-// keeps the hold for the next. Settling is idempotent: two hops that see
-// the same end (a retried continue, another instance) charge it once.
-func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status int) {
+// generated is billed), an estimate of what was generated
+// (quota.Billed.estimate); less what the hops were charged (chargeHop),
+// and the rest released. A hop that hands out a cursor keeps the hold for
+// chargeHop. Settling is idempotent: two hops that see the same end (a
+// retried continue, another instance) charge it once. whole says the
+// hop's text is the answer from its start (a caller that does not stream).
+func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status int, whole bool) {
 	rec := recordFrom(ctx)
 	if s.Quota == nil || res == nil {
 		return
@@ -186,8 +190,8 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 	}
 	billed := quota.Billed{
 		Prompt: res.Usage.PromptTokens, Completion: res.Usage.CompletionTokens,
-		Unreported: res.Usage.TotalTokens == 0, Status: status,
-		ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
+		Unreported: res.Usage.TotalTokens == 0, Seen: quota.Seen{Tokens: rec.hopTokens, Whole: whole},
+		RanUnseen: res.Unwatched, Status: status, ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
 	}
 	start := time.Now()
 	err := s.Quota.Settle(ctx, rec.reservation, billed)
@@ -197,6 +201,26 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 		return
 	}
 	rec.quota = quotaSettled
+}
+
+// chargeHop charges a long answer's hop that handed out a cursor what it
+// received from Azure OpenAI (the prompt too, on the first hop), keeping
+// the rest of the hold, so that a caller who never comes back has paid for
+// what it was given. It runs once the cursor has gone, so that the hop
+// change does not wait for the store: the next hop's own charge comes a
+// hop's budget later, and a next hop that sees the end at once settles
+// what is not charged yet, after which this charge does nothing. A
+// charge is made once per hop, on any instance (a retried continue
+// charges nothing twice); one that fails leaves the hold for the end.
+func (s *server) chargeHop(ctx context.Context, res *longanswer.Result, whole bool) {
+	rec := recordFrom(ctx)
+	if rec.quota != quotaHeld || res == nil || res.Next == nil {
+		return
+	}
+	start := time.Now()
+	err := s.Quota.ChargeHop(ctx, rec.reservation, res.Hop, quota.Seen{Tokens: rec.hopTokens, Whole: whole})
+	rec.since("quotaCharge", start)
+	rec.err = errors.Join(rec.err, err)
 }
 
 // UsageResponse is the 200 answer of GET /api/usage (apiwire.Usage).

@@ -105,9 +105,10 @@ func BenchmarkQuotaAddedPerRequest(b *testing.B) {
 // BenchmarkQuotaLongAnswer is what quotas add to a long answer, on real
 // sockets against a real Azurite and the simulator (a token every 10 ms,
 // hops of 1 s): the store's requests and batches per answer, whatever
-// its number of hops (the first hop reserves, the hop that sees the end
-// settles, the hops between make no store call), and the settlement's
-// time on the last hop.
+// its number of hops (the first hop reserves, each hop that hands out a
+// cursor is charged what it received, the hop that sees the end settles),
+// and the charge's time on a hop change and the settlement's on the last
+// hop.
 func BenchmarkQuotaLongAnswer(b *testing.B) {
 	az := azuritetest.Start(b)
 	sim := aoaitest.New(aoaitest.Options{APIKey: simKey, Deployments: []string{"o3"}, PerToken: 10 * time.Millisecond})
@@ -176,7 +177,7 @@ func BenchmarkQuotaLongAnswer(b *testing.B) {
 		hops += answer()
 	}
 	b.StopTimer()
-	var settle []float64
+	var settle, charge []float64
 	dec := json.NewDecoder(strings.NewReader(logs.String()))
 	for {
 		var l map[string]any
@@ -186,13 +187,20 @@ func BenchmarkQuotaLongAnswer(b *testing.B) {
 		if ms, ok := l["quotaSettleMs"].(float64); ok && l["hop"] != nil {
 			settle = append(settle, ms)
 		}
+		if ms, ok := l["quotaChargeMs"].(float64); ok {
+			charge = append(charge, ms)
+		}
 	}
 	slices.Sort(settle)
+	slices.Sort(charge)
 	b.ReportMetric(float64(hops)/float64(n), "hops/answer")
 	b.ReportMetric(float64(store.n.Load()-calls)/float64(n), "store-calls/answer")
 	b.ReportMetric(float64(store.batches.Load()-batches)/float64(n), "store-batches/answer")
 	if len(settle) > 0 {
 		b.ReportMetric(settle[len(settle)/2], "settle-p50-ms")
+	}
+	if len(charge) > 0 {
+		b.ReportMetric(charge[len(charge)/2], "charge-p50-ms")
 	}
 }
 

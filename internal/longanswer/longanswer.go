@@ -89,6 +89,10 @@ type Result struct {
 	// OpenAI reported of it, zero when it reported nothing (a cancelled
 	// generation's usage is null).
 	End string
+	// Unwatched is true when this hop saw the end without relaying the
+	// generation up to it (a cancel, a continue refused): it ran on
+	// unwatched since its last hop ended.
+	Unwatched bool
 	// Metadata is the response's metadata, as a later hop retrieved it;
 	// nil in the first hop (its request has what it was created with).
 	Metadata map[string]string
@@ -175,7 +179,7 @@ func ended(r *aoai.StoredResponse, c cursor.Cursor, err error) *Result {
 	if r == nil {
 		return nil
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Usage: r.Usage}
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Usage: r.Usage, Unwatched: true}
 	switch {
 	case r.Status == "failed":
 		res.End = EndFailed
@@ -204,7 +208,7 @@ func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner)
 	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
 		return nil, err
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata}
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Unwatched: true}
 	if !r.Terminal() {
 		r, err = h.Upstream.Cancel(ctx, r.ID)
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -206,9 +207,16 @@ type Billed struct {
 	// Abandoned are the tokens generated that the caller never got: billed all the same.
 	Abandoned int
 	// Unreported is true when Azure OpenAI billed tokens it does not
-	// report (a cancelled generation's usage is null): the whole hold is
-	// charged, the most the work can have cost, and the ledger says so.
+	// report (a cancelled generation's usage is null): the charge is then
+	// an estimate of what was generated (Billed.estimate), and the
+	// ledger says so.
 	Unreported bool
+	// Seen is what the settling hop received itself, for an estimate.
+	Seen Seen
+	// RanUnseen is true when the generation ran on unwatched since its
+	// last hop ended (a cancel between hops): the estimate adds what it
+	// generated meanwhile at its observed pace.
+	RanUnseen bool
 	// Status is the HTTP status the request was answered with.
 	Status int
 	// ResponseID, Hop and Outcome are a long answer's, for the ledger:
@@ -220,16 +228,55 @@ type Billed struct {
 	Outcome    string
 }
 
+// Seen is the completion tokens a hop of a long answer received from Azure
+// OpenAI.
+type Seen struct {
+	Tokens int
+	// Whole is true when Tokens counts the answer from its start (a hop
+	// read whole), not from where the hop's cursor stood.
+	Whole bool
+}
+
+// through is the tokens received through this hop, when the hops before
+// it received before.
+func (sn Seen) through(before int64) int64 {
+	if sn.Whole {
+		return max(before, int64(sn.Tokens))
+	}
+	return before + int64(sn.Tokens)
+}
+
 // Total is every billed token.
 func (b Billed) Total() int64 { return int64(b.Prompt) + int64(b.Completion) + int64(b.Abandoned) }
 
-// charge is what b charges against res: what it cost, never more than res
-// held; all of it when the cost was not reported.
-func (b Billed) charge(res *Reservation) int64 {
+// charge is what b costs in all, its ledger row l as read at now: what
+// was billed, or an estimate when the cost was not reported. What is
+// charged is never more than the reservation held (apply).
+func (b Billed) charge(l *ledger, now time.Time) int64 {
 	if b.Unreported {
-		return res.Tokens
+		return b.estimate(l, now)
 	}
-	return min(b.Total(), res.Tokens)
+	return b.Total()
+}
+
+// estimate is what a generation whose usage Azure OpenAI did not report
+// generated, as far as its hops saw: the prompt, every token its hops
+// received, and, for the time it ran on unwatched since its last hop
+// ended, its pace until then (the tokens received over the time since its
+// reservation) times that time. A generation run unwatched before any hop
+// was charged has no pace to go by: its estimate is the whole hold.
+func (b Billed) estimate(l *ledger, now time.Time) int64 {
+	received := b.Seen.through(l.received)
+	est := l.prompt + received
+	if !b.RanUnseen {
+		return est
+	}
+	ran := l.receivedAt.Sub(l.reservedAt)
+	if l.receivedAt.IsZero() || l.reservedAt.IsZero() || ran <= 0 {
+		return math.MaxInt64
+	}
+	unseen := max(0, now.Sub(l.receivedAt))
+	return est + int64(float64(l.received)*unseen.Seconds()/ran.Seconds())
 }
 
 // Reserve holds what req can at most cost against every limit that
@@ -244,8 +291,9 @@ func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) 
 	return res, classify(ctx, step, "reserve", err)
 }
 
-// Settle charges res's windows what b cost (at most what res held) and
-// releases the rest, and writes the ledger row. Settling a reservation
+// Settle charges res's windows what b cost in all (at most what res held),
+// less what ChargeHop charged already, releases the rest, and writes the
+// ledger row. Settling a reservation
 // again does nothing. It runs even when ctx has ended (a request cut by its
 // deadline was still billed): with ctx's values but not its cancellation,
 // under a step deadline of its own. A reservation that cannot be settled
@@ -254,6 +302,18 @@ func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
 	step, cancel := budget.Step(context.WithoutCancel(ctx), "quota", "settle", s.step)
 	defer cancel()
 	return classify(step, step, "settle", s.settle(step, res, b))
+}
+
+// ChargeHop charges res's windows what a long answer's hop that handed out
+// a cursor received (seen; the counted prompt too, on the first hop
+// charged) and keeps the rest held, so that a generation whose caller
+// never comes back has paid for what it was given. Charging a hop again,
+// or one before the last charged, does nothing. Like Settle, it runs under
+// a step deadline of its own.
+func (s *Store) ChargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
+	step, cancel := budget.Step(context.WithoutCancel(ctx), "quota", "charge", s.step)
+	defer cancel()
+	return classify(step, step, "charge", s.chargeHop(step, res, hop, seen))
 }
 
 // Window is one window's tokens.

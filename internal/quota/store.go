@@ -206,9 +206,52 @@ type ledger struct {
 	etag  azcore.ETag
 	state string
 	oid   string
+	// prompt is the counted prompt; charged what the windows were
+	// charged so far.
+	prompt, charged int64
+	// A long answer's hops that handed out a cursor: the last one charged
+	// (hop), the completion tokens the hops received through it
+	// (received), and when it was charged (receivedAt), since the
+	// reservation (reservedAt): the generation's observed pace.
+	hop                    int
+	received               int64
+	reservedAt, receivedAt time.Time
 }
 
+// update is one write of a reservation, given its ledger row as read at
+// now: what the reservation is charged in all (capped at what it held),
+// what the ledger row gains, and whether the rest of the hold is released;
+// skip when there is nothing to write.
+type update func(l *ledger, now time.Time) (total int64, row map[string]any, release, skip bool)
+
 func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
+	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool, bool) {
+		return b.charge(l, now), settledRow(b, l, now), true, false
+	})
+}
+
+func (s *Store) chargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
+	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool, bool) {
+		if l.hop >= hop {
+			// This hop, or a later one, was charged already: a retried
+			// continue, on this instance or another.
+			return 0, nil, false, true
+		}
+		received := seen.through(l.received)
+		row := map[string]any{
+			"ChargedHop": int32(hop),
+			"Received":   aztables.EDMInt64(received),
+			"ReceivedAt": aztables.EDMDateTime(now.UTC()),
+		}
+		return l.prompt + received, row, false, false
+	})
+}
+
+// apply reads res's counters and ledger row and writes them as u says, in
+// one batch conditional on their ETags, read again and tried again when
+// another writer came first. Nothing is written for a reservation settled
+// already.
+func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 	counters := make([]*counter, len(res.counters))
 	for i, row := range res.counters {
 		// The size and window of the row are the store's; only the
@@ -233,29 +276,44 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 			return nil
 		}
 		now := s.now()
-		charge := b.charge(res)
-		charged := charge
+		total, row, releaseAll, skip := u(&l, now)
+		if skip {
+			return nil
+		}
+		// delta is what this write charges: less than nothing when the
+		// end's usage is below what the hops were charged (a refund).
+		delta := min(total, res.Tokens) - l.charged
+		charged := delta
 		live := holdLive(res.hold, now)
 		var actions []aztables.TransactionAction
 		for _, c := range counters {
 			var own int64
 			if live {
-				own = min(res.Tokens, c.holds[res.hold])
+				own = max(0, min(res.Tokens-l.charged, c.holds[res.hold]))
 			}
-			// A settlement after its hold lapsed finds the window
-			// possibly taken by others meanwhile: it charges no more
-			// than is left, so the window never goes past its limit.
-			room := max(0, c.size-(c.used+c.held(now)-own))
-			counted := min(charge, room)
-			charged = min(charged, counted)
+			counted := max(delta, -c.used)
+			if delta > 0 {
+				// A charge after its hold lapsed finds the window
+				// possibly taken by others meanwhile: it charges no
+				// more than is left, so the window never goes past
+				// its limit.
+				room := max(0, c.size-(c.used+c.held(now)-own))
+				counted = min(delta, room)
+				charged = min(charged, counted)
+			}
 			c.used += counted
-			if own > 0 {
+			switch {
+			case own == 0:
+			case releaseAll:
 				c.holds[res.hold] -= own
+			default:
+				c.holds[res.hold] -= min(own, max(0, counted))
 			}
 			actions = append(actions, c.action(res.partition, now))
 		}
+		row["Charged"] = aztables.EDMInt64(l.charged + charged)
 		etag := l.etag
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, settledRow(b, charged, now))})
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, row)})
 		err := s.submit(ctx, actions)
 		var c *conflict
 		switch {
@@ -271,21 +329,22 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 	}
 }
 
-// settledRow is what a settlement writes to the ledger row: what was
-// billed and charged, and, for a long answer, which response, the hop
-// that settled it and how it ended.
-func settledRow(b Billed, charged int64, now time.Time) map[string]any {
+// settledRow is what a settlement writes to the ledger row (l as read at
+// now): what was billed, and, for a long answer, which response, the hop
+// that settled it and how it ended, and for an estimate the tokens the
+// hops received.
+func settledRow(b Billed, l *ledger, now time.Time) map[string]any {
 	row := map[string]any{
 		"State":            stateSettled,
 		"PromptTokens":     int32(b.Prompt),
 		"CompletionTokens": int32(b.Completion),
 		"AbandonedTokens":  int32(b.Abandoned),
-		"Charged":          aztables.EDMInt64(charged),
 		"Status":           int32(b.Status),
 		"SettledAt":        aztables.EDMDateTime(now.UTC()),
 	}
 	if b.Unreported {
 		row["UsageUnreported"] = true
+		row["Received"] = aztables.EDMInt64(b.Seen.through(l.received))
 	}
 	if b.ResponseID != "" {
 		row["ResponseId"], row["Hop"], row["Outcome"] = b.ResponseID, int32(b.Hop), b.Outcome
@@ -366,8 +425,12 @@ func (s *Store) readOnce(ctx context.Context, partition string, counters []*coun
 			e, etag, found, err := s.get(gctx, partition, l.row)
 			*l.into = ledger{found: found, etag: etag}
 			if found {
-				l.into.state, _ = e.Properties["State"].(string)
-				l.into.oid, _ = e.Properties["Oid"].(string)
+				p := e.Properties
+				l.into.state, _ = p["State"].(string)
+				l.into.oid, _ = p["Oid"].(string)
+				l.into.prompt, l.into.charged = integer(p["CountedPrompt"]), integer(p["Charged"])
+				l.into.hop, l.into.received = int(integer(p["ChargedHop"])), integer(p["Received"])
+				l.into.reservedAt, l.into.receivedAt = instant(p["ReservedAt"]), instant(p["ReceivedAt"])
 			}
 			return err
 		})

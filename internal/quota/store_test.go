@@ -421,26 +421,105 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 	}
 }
 
-// TestUnreportedCostChargesTheWholeHold: a generation cancelled before it
-// ended has no usage to report (Azure's cancelled response says null),
-// though what it generated is billed: the whole hold is charged, and the
-// ledger says why.
-func TestUnreportedCostChargesTheWholeHold(t *testing.T) {
-	f := setup(t, 10_000, 0)
-	s := f.store(t)
-	ctx := t.Context()
-	res, err := s.Reserve(ctx, f.request("cancelled", 300, 1024))
-	require.NoError(t, err)
-	require.NoError(t, s.Settle(ctx, res, quota.Billed{Unreported: true, Status: 204, ResponseID: "resp_2", Hop: 2, Outcome: "cancelled"}))
-	u, err := s.Usage(ctx, "user-1", "tenant-1")
-	require.NoError(t, err)
-	assert.EqualValues(t, 1324, u.UserDay.Used)
-	assert.EqualValues(t, 0, u.UserDay.Reserved)
-	row, err := adminTable(t, f).GetEntity(ctx, "tenant-1_2026-12", "req_cancelled", nil)
+// ledgerRow is the ledger row of id, as an admin reads it.
+func ledgerRow(t *testing.T, f *fixture, id string) map[string]any {
+	t.Helper()
+	row, err := adminTable(t, f).GetEntity(t.Context(), "tenant-1_2026-12", "req_"+id, nil)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(row.Value, &m))
+	return m
+}
+
+// A long answer's hops that hand out a cursor are charged what they
+// received, the prompt with the first, once each on any instance, and the
+// rest stays held; the end charges only what is left of Azure's usage,
+// less than nothing when the hops were charged more.
+func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s, other := f.store(t), f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("hops", 300, 1024))
+	require.NoError(t, err)
+	day := func() quota.Window {
+		u, err := s.Usage(ctx, "user-1", "tenant-1")
+		require.NoError(t, err)
+		return *u.UserDay
+	}
+	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
+	assert.EqualValues(t, 400, day().Used, "the prompt and hop 1's tokens")
+	assert.EqualValues(t, 924, day().Reserved, "the rest held")
+
+	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
+	require.NoError(t, err)
+	require.NoError(t, other.ChargeHop(ctx, ref, 1, quota.Seen{Tokens: 150}), "a retried hop 1")
+	require.NoError(t, other.ChargeHop(ctx, ref, 2, quota.Seen{Tokens: 200}))
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 200}), "a retried hop 2")
+	require.NoError(t, s.ChargeHop(ctx, res, 3, quota.Seen{Tokens: 350, Whole: true}), "read whole: 50 more")
+	assert.Equal(t, quota.Window{Used: 650, Reserved: 674, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, day())
+	m := ledgerRow(t, f, "hops")
+	assert.EqualValues(t, 3, m["ChargedHop"])
+	assert.Equal(t, "350", m["Received"])
+	assert.Equal(t, "650", m["Charged"])
+	assert.Equal(t, "reserved", m["State"])
+
+	require.NoError(t, other.Settle(ctx, ref, quota.Billed{Prompt: 290, Completion: 340, Status: 200, ResponseID: "resp_1", Hop: 4, Outcome: "completed"}))
+	assert.Equal(t, quota.Window{Used: 630, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, day(), "Azure's usage, once")
+	require.NoError(t, s.ChargeHop(ctx, res, 4, quota.Seen{Tokens: 10}))
+	assert.EqualValues(t, 630, day().Used, "nothing after the end")
+	assert.Equal(t, "630", ledgerRow(t, f, "hops")["Charged"])
+}
+
+// A generation whose usage Azure did not report (cancelled) is charged
+// what its hops saw: the prompt and the tokens received, plus, for the
+// time it ran unwatched since the last hop, its pace until then; never
+// more than the hold. Before any hop was charged there is no pace: the
+// whole hold.
+func TestUnreportedCostIsEstimated(t *testing.T) {
+	f := setup(t, 100_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	cancelled := func(unseen bool, seen int) quota.Billed {
+		return quota.Billed{Unreported: true, Seen: quota.Seen{Tokens: seen}, RanUnseen: unseen, Status: 204, ResponseID: "resp_2", Hop: 2, Outcome: "cancelled"}
+	}
+	charged := func(id string) string { return ledgerRow(t, f, id)["Charged"].(string) }
+	reserve := func(id string) *quota.Reservation {
+		res, err := s.Reserve(ctx, f.request(id, 300, 1024))
+		require.NoError(t, err)
+		return res
+	}
+
+	between := reserve("between")
+	f.clock.add(100 * time.Second)
+	require.NoError(t, s.ChargeHop(ctx, between, 1, quota.Seen{Tokens: 200})) // 2 tokens a second
+	f.clock.add(50 * time.Second)
+	require.NoError(t, s.Settle(ctx, between, cancelled(true, 0)))
+	assert.Equal(t, "600", charged("between"), "300 + 200 + 2/s for 50 s")
+	m := ledgerRow(t, f, "between")
 	assert.Equal(t, true, m["UsageUnreported"])
 	assert.Equal(t, "cancelled", m["Outcome"])
-	assert.Equal(t, "1324", m["Charged"])
+
+	midHop := reserve("midhop")
+	f.clock.add(100 * time.Second)
+	require.NoError(t, s.ChargeHop(ctx, midHop, 1, quota.Seen{Tokens: 200}))
+	f.clock.add(50 * time.Second)
+	require.NoError(t, s.Settle(ctx, midHop, cancelled(false, 90)))
+	assert.Equal(t, "590", charged("midhop"), "what the hops received: nothing unwatched")
+
+	long := reserve("long")
+	f.clock.add(100 * time.Second)
+	require.NoError(t, s.ChargeHop(ctx, long, 1, quota.Seen{Tokens: 200}))
+	f.clock.add(time.Hour)
+	require.NoError(t, s.Settle(ctx, long, cancelled(true, 0)))
+	assert.Equal(t, "1324", charged("long"), "never more than the hold")
+
+	unpaced := reserve("unpaced")
+	f.clock.add(100 * time.Second)
+	require.NoError(t, s.Settle(ctx, unpaced, cancelled(true, 0)))
+	assert.Equal(t, "1324", charged("unpaced"), "no pace seen: the whole hold")
+
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 600+590+1324+1324, u.UserDay.Used)
+	assert.EqualValues(t, 0, u.UserDay.Reserved)
 }

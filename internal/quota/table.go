@@ -140,6 +140,13 @@ func integer(v any) int64 {
 	return 0
 }
 
+func instant(v any) time.Time {
+	if v, ok := v.(aztables.EDMDateTime); ok {
+		return time.Time(v)
+	}
+	return time.Time{}
+}
+
 func marshal(partition, row string, props map[string]any) []byte {
 	b, err := json.Marshal(aztables.EDMEntity{Entity: aztables.Entity{PartitionKey: partition, RowKey: row}, Properties: props})
 	if err != nil {
