@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/budget"
@@ -46,13 +49,22 @@ func (s *server) boundWrites(next http.Handler) http.Handler {
 // clientDeadline shortens the budget to the caller's timeout less
 // ClientTimeoutMargin, when that ends earlier, so that the caller is
 // answered before it gives up (budget.ShortenForClient). The caller's
-// timeout is its x-client-timeout-ms, or the timeout the OpenAI SDKs
-// send, whichever is shorter. A malformed value is left to
-// refuseBadDeadline, which runs once the caller is known.
+// timeout is its x-client-timeout-ms, or the OpenAI SDKs' timeout that
+// bounds the whole answer (openaiwire.Timeouts.Whole), whichever is
+// shorter. The SDKs' bound on the answer's beginning (Timeouts.First) is
+// noted for the answer's writer: it bounds the whole wait for an answer
+// written whole (untilWhole) and the first frame of a stream
+// (firstFrameBy). A malformed value is left to refuseBadDeadline, which
+// runs once the caller is known.
 func (s *server) clientDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.callerTimeout(r)
-		if err != nil || d == 0 {
+		d, sdk, err := s.callerTimeout(r)
+		if err != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		recordFrom(r.Context()).sdkTimeouts = sdk
+		if d == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -62,11 +74,61 @@ func (s *server) clientDeadline(next http.Handler) http.Handler {
 	})
 }
 
-// refuseBadDeadline answers 400 to a malformed x-client-timeout-ms. It runs
-// after the caller check: a caller without a valid token is told only that.
+// untilWhole shortens r's deadline, for an answer written whole, to the
+// SDK's bound on the answer's beginning less ClientTimeoutMargin: the
+// headers of a whole answer come with its end. The write bound follows it
+// (boundWrites).
+func (s *server) untilWhole(w http.ResponseWriter, r *http.Request) (*http.Request, context.CancelFunc) {
+	first := recordFrom(r.Context()).sdkTimeouts.First
+	b := budget.From(r.Context())
+	if first == 0 || b == nil || b.ClientTimeout > 0 && b.ClientTimeout <= first {
+		return r, func() {}
+	}
+	ctx, cancel := budget.ShortenForClient(r.Context(), first, s.ClientTimeoutMargin)
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = http.NewResponseController(w).SetWriteDeadline(deadline.Add(budget.AnswerGrace))
+	}
+	return r.WithContext(ctx), cancel
+}
+
+// errFirstFrameLate ends a stream whose first frame did not go out within
+// the SDK's bound on the answer's beginning less ClientTimeoutMargin: the
+// deadline's 500, before the SDK gives up and asks again.
+var errFirstFrameLate = fmt.Errorf("no first frame within the caller's timeout: %w", budget.ErrClientTimeout)
+
+// firstFrameBy bounds the wait for a stream's first frame (a chunk, or
+// the first keep-alive) by the SDK's bound on the answer's beginning
+// (openaiwire.Timeouts.First) less ClientTimeoutMargin: then, if nothing
+// went out, es starts no more and stop is called. Once the stream has
+// begun it runs on the request's own deadline, with keep-alives often
+// enough for the SDK's read timer (openaiwire.Timeouts.KeepAlive). late
+// reports whether the bound passed first; done releases its timer.
+func (s *server) firstFrameBy(r *http.Request, es *eventStream, stop func()) (late func() bool, done func()) {
+	sdk := recordFrom(r.Context()).sdkTimeouts
+	es.beatEvery(sdk.KeepAlive(keepAlive))
+	b := budget.From(r.Context())
+	if sdk.First == 0 || b == nil {
+		return func() bool { return false }, func() {}
+	}
+	if b.ClientTimeout == 0 {
+		b.ClientTimeout = sdk.First
+	}
+	var passed atomic.Bool
+	t := time.AfterFunc(time.Until(b.Started.Add(sdk.First-s.ClientTimeoutMargin)), func() {
+		if es.startNoMore() {
+			passed.Store(true)
+			stop()
+		}
+	})
+	return passed.Load, func() { t.Stop() }
+}
+
+// refuseBadDeadline answers 400 to a malformed x-client-timeout-ms or SDK
+// timeout header. It runs after the caller check: a caller without a valid
+// token is told only that.
 func (s *server) refuseBadDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.callerTimeout(r); err != nil {
+		if _, _, err := s.callerTimeout(r); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -74,28 +136,33 @@ func (s *server) refuseBadDeadline(next http.Handler) http.Handler {
 	})
 }
 
-// callerTimeout is the caller's timeout: the shorter of x-client-timeout-ms
-// and the SDK's timeout headers (openaiwire.Timeout), 0 when it sent
-// neither. An SDK's timeout shorter than the least x-client-timeout-ms
-// accepted counts as that least: the SDK's user chose it, and is answered
-// as soon as the server can.
-func (s *server) callerTimeout(r *http.Request) (time.Duration, error) {
+// callerTimeout is the caller's timeout that bounds its whole answer: the
+// shorter of x-client-timeout-ms and the SDK's Timeouts.Whole, 0 when it
+// sent neither; and the SDK's timeouts (openaiwire.Timeout). An SDK's
+// timeout shorter than the least x-client-timeout-ms accepted counts as
+// that least: the SDK's user chose it, and is answered as soon as the
+// server can.
+func (s *server) callerTimeout(r *http.Request) (time.Duration, openaiwire.Timeouts, error) {
 	ms, err := clientTimeout(r, s.minClientTimeout())
 	if err != nil {
-		return 0, err
+		return 0, openaiwire.Timeouts{}, err
 	}
 	d := time.Duration(ms) * time.Millisecond
 	sdk, err := openaiwire.Timeout(r.Header)
 	if err != nil {
-		return 0, err
+		return 0, openaiwire.Timeouts{}, err
 	}
-	if sdk > 0 {
-		sdk = max(sdk, time.Duration(s.minClientTimeout())*time.Millisecond)
-		if d == 0 || sdk < d {
-			d = sdk
+	least := time.Duration(s.minClientTimeout()) * time.Millisecond
+	if sdk.First > 0 {
+		sdk.First = max(sdk.First, least)
+	}
+	if sdk.Whole > 0 {
+		sdk.Whole = max(sdk.Whole, least)
+		if d == 0 || sdk.Whole < d {
+			d = sdk.Whole
 		}
 	}
-	return d, nil
+	return d, sdk, nil
 }
 
 // minClientTimeout is the least x-client-timeout-ms accepted, in ms: the

@@ -88,6 +88,8 @@ func (s *server) serveChat(read chatReader) http.Handler {
 // answer makes the upstream call and writes its answer whole: the 200, or
 // the failure's error answer.
 func (s *server) answer(w http.ResponseWriter, r *http.Request, call *chatCall) {
+	r, cancel := s.untilWhole(w, r)
+	defer cancel()
 	ctx := r.Context()
 	call.out.whole(&call.req)
 	resp, err := s.complete(ctx, call)

@@ -56,8 +56,10 @@ type eventStream struct {
 
 	mu      sync.Mutex
 	started bool
-	closed  bool  // no keep-alive after this
-	err     error // the first failed write
+	noStart bool          // the stream may no longer begin (startNoMore)
+	closed  bool          // no keep-alive after this
+	every   time.Duration // the longest silence once the stream has begun
+	err     error         // the first failed write
 	timer   *time.Timer
 	deltas  bool // a delta went out
 	// frameBuf holds a data-only frame while it is written (frame),
@@ -69,7 +71,7 @@ type eventStream struct {
 // keepAlive of silence; begin sets headers (CORS, timing) just before the
 // first byte. Every write gives up at the answer's bound (boundWrites).
 func openStream(w http.ResponseWriter, begin func()) *eventStream {
-	es := &eventStream{w: w, rc: http.NewResponseController(w), begin: begin}
+	es := &eventStream{w: w, rc: http.NewResponseController(w), begin: begin, every: keepAlive}
 	es.mu.Lock() // the timer's goroutine reads es.timer
 	es.timer = time.AfterFunc(keepAlive, es.keepAlive)
 	es.mu.Unlock()
@@ -90,6 +92,28 @@ func (es *eventStream) keepAlive() {
 	var m sse.Message
 	m.AppendComment("keep-alive")
 	es.write(&m)
+}
+
+// beatEvery makes d the longest silence once the stream has begun; before
+// it, the first keep-alive still waits keepAlive, since it begins the
+// stream.
+func (es *eventStream) beatEvery(d time.Duration) {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	es.every = d
+}
+
+// startNoMore stops a stream that has not begun from beginning, and
+// reports whether it had not: its handler then answers as it would
+// without a stream.
+func (es *eventStream) startNoMore() bool {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.started {
+		return false
+	}
+	es.noStart = true
+	return true
 }
 
 // delta sends one piece of the answer, and reports whether it went out.
@@ -151,7 +175,7 @@ func event(typ sse.EventType, data []byte) *sse.Message {
 // write sends m and flushes it, starting the answer first if it has not
 // started, and restarts the silence clock. es.mu is held.
 func (es *eventStream) write(m io.WriterTo) bool {
-	if es.err != nil {
+	if es.err != nil || es.noStart {
 		return false
 	}
 	if !es.started {
@@ -173,7 +197,7 @@ func (es *eventStream) write(m io.WriterTo) bool {
 		return false
 	}
 	if !es.closed {
-		es.timer.Reset(keepAlive)
+		es.timer.Reset(es.every)
 	}
 	return true
 }

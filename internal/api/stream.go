@@ -29,14 +29,23 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 	// upstream call; one that stops reading is cut by the answer's bound
 	// (boundWrites).
 	es := openStream(w, func() { stampTiming(w, r) })
+	// The SDK's timeout bounds the first frame only (firstFrameBy).
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	late, release := s.firstFrameBy(r, es, stop)
 	req := call.req
 	call.out.streamed(&req, es, rec)
 	start := time.Now()
 	resp, err := s.Chat.Complete(ctx, &req)
+	release()
 	// The keep-alive's goroutine reads rec's phases (Server-Timing) when it
 	// starts the stream: end stops it before the upstream phase is added.
 	started := es.end()
 	rec.since("upstream", start)
+	if late() {
+		resp, err = nil, errFirstFrameLate
+	}
+	ctx = r.Context()
 
 	if err == nil {
 		s.noteAnswer(ctx, *resp)

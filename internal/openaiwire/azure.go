@@ -112,34 +112,84 @@ func Rejected(obj []byte) *Error {
 // shorten any budget.
 const maxTimeout = 24 * time.Hour
 
-// Timeout is the request's timeout as the Stainless-generated SDKs send it,
-// 0 when they sent none: X-Stainless-Timeout, in whole seconds (openai-node,
-// openai-go), or X-Stainless-Read-Timeout, in seconds written as a decimal
-// ("600.0": openai-python, whose timeout bounds each read, and so the wait
-// for a JSON answer); the shorter when both came. A value that is not one
+// Timeouts are what the Stainless-generated SDKs' timeout headers bound,
+// each SDK's as its source applies it; 0 where they bound nothing. A
+// whole answer's bytes come at its end, so for an answer written whole
+// every bound is a bound on the whole wait; they differ for a stream.
+type Timeouts struct {
+	// Whole bounds the whole answer, a stream's last byte included:
+	// openai-go's request timeout (option.WithRequestTimeout) is a context
+	// timeout on the request that the response body keeps until it is
+	// closed (internal/requestconfig's bodyWithTimeout). Its
+	// X-Stainless-Timeout is told from openai-node's by X-Stainless-Lang
+	// "go"; any other SDK's X-Stainless-Timeout counts as a whole bound too,
+	// the safe reading.
+	Whole time.Duration
+	// First bounds the wait for the answer's headers: openai-node's timeout
+	// is a timer on fetch() that is cleared once the headers arrive (the
+	// body is then read with no bound), and openai-python's read timeout
+	// bounds each read, the headers' included.
+	First time.Duration
+	// Gap is the longest silence a begun stream may keep: openai-python's
+	// read timeout bounds every wait for the next bytes (httpx's read
+	// timeout, applied to each read of the body).
+	Gap time.Duration
+}
+
+// Any reports whether an SDK sent a timeout.
+func (t Timeouts) Any() bool { return t.Whole > 0 || t.First > 0 }
+
+// Shortest is the shortest bound, 0 when there is none: an answer written
+// whole has to come within it.
+func (t Timeouts) Shortest() time.Duration {
+	if t.Whole > 0 && (t.First == 0 || t.Whole < t.First) {
+		return t.Whole
+	}
+	return t.First
+}
+
+// KeepAlive is how long a begun stream may stay silent: longest, or half
+// the SDK's Gap when that is shorter, so that a comment always comes
+// before the SDK's read timer ends a live stream.
+func (t Timeouts) KeepAlive(longest time.Duration) time.Duration {
+	if t.Gap > 0 && t.Gap/2 < longest {
+		return t.Gap / 2
+	}
+	return longest
+}
+
+// Timeout reads the request's timeouts as the Stainless-generated SDKs send
+// them (Timeouts): X-Stainless-Timeout, in whole seconds (openai-node,
+// openai-go), and X-Stainless-Read-Timeout, in seconds written as a decimal
+// ("600.0": openai-python, on every request). A value that is not one
 // positive number of seconds, whole for X-Stainless-Timeout and at most a
 // day there, is an *Error; a read timeout over a day counts as a day.
-func Timeout(h http.Header) (time.Duration, error) {
-	var d time.Duration
+func Timeout(h http.Header) (Timeouts, error) {
+	var t Timeouts
 	if vs := h.Values("X-Stainless-Timeout"); len(vs) > 0 {
 		s, err := strconv.ParseInt(strings.TrimSpace(vs[0]), 10, 64)
 		if len(vs) > 1 || err != nil || s <= 0 || s > int64(maxTimeout/time.Second) {
-			return 0, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 1 to 86400.")
+			return Timeouts{}, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 1 to 86400.")
 		}
-		d = time.Duration(s) * time.Second
+		if h.Get("X-Stainless-Lang") == "js" {
+			t.First = time.Duration(s) * time.Second
+		} else {
+			t.Whole = time.Duration(s) * time.Second
+		}
 	}
 	if vs := h.Values("X-Stainless-Read-Timeout"); len(vs) > 0 {
 		s, err := strconv.ParseFloat(strings.TrimSpace(vs[0]), 64)
 		if len(vs) > 1 || err != nil || !(s > 0) || math.IsInf(s, 0) {
-			return 0, Invalid("", "X-Stainless-Read-Timeout must be one positive number of seconds.")
+			return Timeouts{}, Invalid("", "X-Stainless-Read-Timeout must be one positive number of seconds.")
 		}
 		read := maxTimeout
 		if s < maxTimeout.Seconds() {
 			read = max(time.Duration(s*float64(time.Second)), time.Nanosecond)
 		}
-		if d == 0 || read < d {
-			d = read
+		t.Gap = read
+		if t.First == 0 || read < t.First {
+			t.First = read
 		}
 	}
-	return d, nil
+	return t, nil
 }

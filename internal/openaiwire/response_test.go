@@ -157,12 +157,21 @@ func TestRejected(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}})
+	// openai-go's timeout bounds the whole answer, openai-node's (Lang js)
+	// the wait for its headers.
+	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}, "X-Stainless-Lang": {"go"}})
 	require.NoError(t, err)
-	assert.Equal(t, 10*time.Minute, d)
+	assert.Equal(t, openaiwire.Timeouts{Whole: 10 * time.Minute}, d)
+	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}, "X-Stainless-Lang": {"js"}})
+	require.NoError(t, err)
+	assert.Equal(t, openaiwire.Timeouts{First: 10 * time.Minute}, d)
+	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}})
+	require.NoError(t, err)
+	assert.Equal(t, openaiwire.Timeouts{Whole: 10 * time.Minute}, d, "an SDK not known: the safe reading")
 	d, err = openaiwire.Timeout(http.Header{})
 	require.NoError(t, err)
 	assert.Zero(t, d)
+	assert.False(t, d.Any())
 	for _, bad := range []string{"0", "-1", "1.5", "soon", "86401"} {
 		_, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {bad}})
 		assert.Error(t, err, bad)
@@ -170,7 +179,8 @@ func TestTimeout(t *testing.T) {
 }
 
 // openai-python sends its timeout as X-Stainless-Read-Timeout, a float's
-// str() ("600.0"), on every request: it counts as X-Stainless-Timeout does.
+// str() ("600.0"), on every request: it bounds the wait for the headers
+// and every silence after them.
 func TestReadTimeout(t *testing.T) {
 	for value, want := range map[string]time.Duration{
 		"600.0":  10 * time.Minute,
@@ -180,14 +190,19 @@ func TestReadTimeout(t *testing.T) {
 	} {
 		d, err := openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {value}})
 		require.NoError(t, err, value)
-		assert.Equal(t, want, d, value)
+		assert.Equal(t, openaiwire.Timeouts{First: want, Gap: want}, d, value)
 	}
-	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"30"}, "X-Stainless-Read-Timeout": {"600.0"}})
+	d, err := openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {"10.0"}})
 	require.NoError(t, err)
-	assert.Equal(t, 30*time.Second, d, "the shorter of the two")
+	assert.Equal(t, 5*time.Second, d.KeepAlive(15*time.Second), "half the read timeout")
+	assert.Equal(t, 15*time.Second, openaiwire.Timeouts{Gap: time.Minute}.KeepAlive(15*time.Second))
+	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"30"}, "X-Stainless-Lang": {"js"}, "X-Stainless-Read-Timeout": {"600.0"}})
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, d.First, "the shorter of the two")
+	assert.Equal(t, 30*time.Second, d.Shortest())
 	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"600"}, "X-Stainless-Read-Timeout": {"30.0"}})
 	require.NoError(t, err)
-	assert.Equal(t, 30*time.Second, d, "the shorter of the two")
+	assert.Equal(t, 30*time.Second, d.Shortest(), "the shorter of the two")
 	for _, bad := range []string{"0", "0.0", "-1.0", "nan", "inf", "soon", ""} {
 		_, err = openaiwire.Timeout(http.Header{"X-Stainless-Read-Timeout": {bad}})
 		assert.Error(t, err, bad)

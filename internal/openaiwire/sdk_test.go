@@ -95,8 +95,9 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 
 // newStack builds the stack from settings over the test's defaults (a 40 s
 // budget, so that a throttle's wait can outlast it without being one that
-// never clears); entra adds AUTH_MODE=entra against a local issuer.
-func newStack(t *testing.T, entra bool, env map[string]string) *sdkStack {
+// never clears); entra adds AUTH_MODE=entra against a local issuer; sim
+// sets the simulator's options (its pace).
+func newStack(t *testing.T, entra bool, env map[string]string, sim ...func(*aoaitest.Options)) *sdkStack {
 	t.Helper()
 	settings := map[string]string{
 		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": deployment,
@@ -110,9 +111,13 @@ func newStack(t *testing.T, entra bool, env map[string]string) *sdkStack {
 	}
 	cfg, err := config.Load(func(k string) string { return settings[k] })
 	require.NoError(t, err)
-	sim := aoaitest.New(aoaitest.Options{APIKey: simulatorID, Deployments: []string{deployment}})
-	_, upstream := memnet.Serve(t, sim)
-	s := &sdkStack{sim: sim, logs: &syncBuffer{}}
+	opts := aoaitest.Options{APIKey: simulatorID, Deployments: []string{deployment}}
+	for _, f := range sim {
+		f(&opts)
+	}
+	sm := aoaitest.New(opts)
+	_, upstream := memnet.Serve(t, sm)
+	s := &sdkStack{sim: sm, logs: &syncBuffer{}}
 	ext := app.Seams{Logs: s.logs, Version: "test", Upstream: upstream}
 	if entra {
 		s.iss, err = issuertest.New()
