@@ -141,7 +141,7 @@ func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 
 		// Hop 2, then the same cursor again: charged once.
 		c := continueOf(t, ans.last())
-		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
+		h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
 		charged += num(t, hopLines(h)[1]["hopTokens"])
 		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "hop 2's tokens")
 		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
