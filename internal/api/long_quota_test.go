@@ -309,7 +309,8 @@ func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 // caller never came back) has paid for what its caller was given: hop 1
 // charged the prompt and what it received. The rest of its hold is held
 // for as long as the generation may run, LONG_ANSWER_LIMIT and the grace,
-// not a hop's budget; then it lapses by itself.
+// not a hop's budget; then it is charged, not released: the generation
+// ran on at Azure, which bills it to its end, at most the hold.
 func TestLongAnswerHoldLapsesAfterItsLimit(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -331,7 +332,8 @@ func TestLongAnswerHoldLapsesAfterItsLimit(t *testing.T) {
 		time.Sleep(h.cfg.LongAnswerLimit + quota.Grace + 10*time.Second - time.Since(start))
 		day = usageOf(t, h).User.Day
 		assert.EqualValues(t, 0, day.Reserved, "lapsed")
-		assert.Equal(t, hopOne, day.Used, "the caller who never came back paid for hop 1")
+		assert.Equal(t, hopOne+held, day.Used, "the rest charged when it lapsed")
+		assert.Equal(t, true, ledgerOf(t, az, "", first["requestId"])["ChargeOnLapse"])
 	})
 }
 

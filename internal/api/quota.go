@@ -57,7 +57,7 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	}
 	req := quota.Request{
 		ID: requestID(ctx), OID: rec.callerOID, TID: rec.callerTID, Deployment: s.Deployment,
-		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline,
+		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline, ChargeOnLapse: call.long,
 	}
 	res, err := s.Quota.Reserve(ctx, req)
 	if errors.Is(err, quota.ErrDuplicate) {

@@ -179,6 +179,11 @@ type Request struct {
 	// Deadline is the request's deadline: its reservation lapses Grace
 	// after it.
 	Deadline time.Time
+	// ChargeOnLapse is true for work that goes on after its request (a
+	// long answer's generation): a hold still there when it lapses is
+	// charged, not released, since the work it held for ran on and was
+	// billed. Else a lapsed hold (its instance crashed) is released.
+	ChargeOnLapse bool
 }
 
 // Reservation is what Reserve granted; Settle takes it back.

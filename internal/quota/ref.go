@@ -20,7 +20,8 @@ const refVersion = "q1"
 var ErrBadRef = errors.New("quota: not a reservation ref")
 
 // Ref is the reservation's name for ParseRef: its window's time, expiry,
-// tokens held, which windows it counts against and its request id. It
+// tokens held, which windows it counts against (and whether its hold is
+// charged on lapse) and its request id. It
 // holds nothing secret, and the caller's ids are not in it: ParseRef takes
 // them from the verified caller. Whoever keeps it must keep it from being
 // edited (a long answer keeps it in its response's metadata at Azure
@@ -34,6 +35,9 @@ func (r *Reservation) Ref() string {
 		} else {
 			windows += "d"
 		}
+	}
+	if chargedOnLapse(r.hold) {
+		windows += "b"
 	}
 	return strings.Join([]string{
 		refVersion,
@@ -65,8 +69,9 @@ func ParseRef(ref, oid, tid string) (*Reservation, error) {
 		ID: parts[5], Tokens: n[2], Expires: time.Unix(n[1], 0).UTC(),
 		at: at, oid: oid, partition: partitionKey(tid, at), ledger: ledgerRow(parts[5]),
 	}
-	r.hold = holdName(r.Expires)
-	for _, w := range parts[4] {
+	windows, chargeOnLapse := strings.CutSuffix(parts[4], "b")
+	r.hold = holdName(r.Expires, chargeOnLapse)
+	for _, w := range windows {
 		switch w {
 		case 'd':
 			r.counters = append(r.counters, dayRow(oid, at))

@@ -34,15 +34,27 @@ type counter struct {
 const holdStep = 10
 
 // holdName is the property of the holds that lapse at exp (rounded up to
-// holdStep seconds): "H" and the Unix time.
-func holdName(exp time.Time) string {
+// holdStep seconds): "H" and the Unix time; "B" for holds charged when
+// they lapse (Request.ChargeOnLapse).
+func holdName(exp time.Time, chargeOnLapse bool) string {
 	sec := (exp.Unix() + holdStep - 1) / holdStep * holdStep
-	return "H" + strconv.FormatInt(sec, 10)
+	prefix := "H"
+	if chargeOnLapse {
+		prefix = "B"
+	}
+	return prefix + strconv.FormatInt(sec, 10)
 }
+
+// isHold says whether a counter's property is a hold.
+func isHold(name string) bool { return strings.HasPrefix(name, "H") || strings.HasPrefix(name, "B") }
+
+// chargedOnLapse says whether the holds of property name are charged when
+// they lapse.
+func chargedOnLapse(name string) bool { return strings.HasPrefix(name, "B") }
 
 // holdLive says whether the holds of property name still count at now.
 func holdLive(name string, now time.Time) bool {
-	sec, err := strconv.ParseInt(strings.TrimPrefix(name, "H"), 10, 64)
+	sec, err := strconv.ParseInt(name[min(1, len(name)):], 10, 64)
 	return err == nil && now.Unix() < sec
 }
 
@@ -55,6 +67,18 @@ func (c *counter) held(now time.Time) int64 {
 		}
 	}
 	return n
+}
+
+// lapse charges the holds charged on lapse that have lapsed at now: they
+// move to the settled tokens, and the next write drops them. Every
+// reading of a counter calls it, with the time its decisions are made at.
+func (c *counter) lapse(now time.Time) {
+	for name, v := range c.holds {
+		if chargedOnLapse(name) && !holdLive(name, now) {
+			c.used += max(0, v)
+			delete(c.holds, name)
+		}
+	}
 }
 
 // free is what is left of the window at now.
@@ -76,7 +100,10 @@ func (s *Store) counters(oid string, now time.Time) []*counter {
 func (c *counter) entity(partition string, now time.Time) []byte {
 	props := map[string]any{"Used": aztables.EDMInt64(c.used), "Limit": aztables.EDMInt64(c.size)}
 	for name, v := range c.holds {
-		if v > 0 && holdLive(name, now) {
+		// A lapsed hold is released by being left out; one charged on
+		// lapse that lapsed since it was read is charged at the next
+		// reading (lapse), so it is kept.
+		if v > 0 && (holdLive(name, now) || chargedOnLapse(name)) {
 			props[name] = aztables.EDMInt64(v)
 		}
 	}
@@ -110,7 +137,7 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 		partition: partitionKey(req.TID, now),
 		ledger:    ledgerRow(req.ID),
 	}
-	res.hold = holdName(res.Expires)
+	res.hold = holdName(res.Expires, req.ChargeOnLapse)
 	counters := s.counters(req.OID, now)
 	for _, c := range counters {
 		res.counters = append(res.counters, c.row)
@@ -125,6 +152,9 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 			return nil, err
 		}
 		now := s.now()
+		for _, c := range counters {
+			c.lapse(now)
+		}
 		completion, err := s.fit(counters, req, now)
 		if err != nil {
 			return nil, err
@@ -138,7 +168,7 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 			c.holds[res.hold] += res.Tokens
 			actions = append(actions, c.action(res.partition, now))
 		}
-		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: marshal(res.partition, res.ledger, map[string]any{
+		row := map[string]any{
 			"RequestId":     req.ID,
 			"Oid":           req.OID,
 			"Tid":           req.TID,
@@ -150,7 +180,11 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 			"Reserved":      aztables.EDMInt64(res.Tokens),
 			"ReservedAt":    aztables.EDMDateTime(now.UTC()),
 			"ExpiresAt":     aztables.EDMDateTime(res.Expires.UTC()),
-		})})
+		}
+		if req.ChargeOnLapse {
+			row["ChargeOnLapse"] = true
+		}
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: marshal(res.partition, res.ledger, row)})
 		err = s.submit(ctx, actions)
 		var c *conflict
 		switch {
@@ -232,12 +266,13 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 
 func (s *Store) chargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
 	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool, bool) {
-		if l.hop >= hop {
-			// This hop, or a later one, was charged already: a retried
-			// continue, on this instance or another.
+		received := seen.through(l.received)
+		if l.hop >= hop || l.prompt+received < l.charged {
+			// This hop, or a later one, was charged already (a retried
+			// continue, on this instance or another), or the whole hold
+			// was, when it lapsed.
 			return 0, nil, false, true
 		}
-		received := seen.through(l.received)
 		row := map[string]any{
 			"ChargedHop": int32(hop),
 			"Received":   aztables.EDMInt64(received),
@@ -276,15 +311,22 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 			return nil
 		}
 		now := s.now()
+		for _, c := range counters {
+			c.lapse(now)
+		}
+		live := holdLive(res.hold, now)
+		if !live && chargedOnLapse(res.hold) {
+			// Its hold was charged whole when it lapsed.
+			l.charged = res.Tokens
+		}
 		total, row, releaseAll, skip := u(&l, now)
 		if skip {
 			return nil
 		}
 		// delta is what this write charges: less than nothing when the
-		// end's usage is below what the hops were charged (a refund).
+		// end's usage is below what was charged already (a refund).
 		delta := min(total, res.Tokens) - l.charged
 		charged := delta
-		live := holdLive(res.hold, now)
 		var actions []aztables.TransactionAction
 		for _, c := range counters {
 			var own int64
@@ -368,6 +410,7 @@ func (s *Store) usage(ctx context.Context, oid, tid string) (Usage, error) {
 	}
 	var u Usage
 	for _, c := range counters {
+		c.lapse(now)
 		w := &Window{Used: c.used, Reserved: c.held(now), Limit: c.size, ResetsAt: c.reset}
 		if c.limit == UserDay {
 			u.UserDay = w
@@ -413,7 +456,7 @@ func (s *Store) readOnce(ctx context.Context, partition string, counters []*coun
 				switch {
 				case name == "Used":
 					c.used = integer(v)
-				case strings.HasPrefix(name, "H"):
+				case isHold(name):
 					c.holds[name] = integer(v)
 				}
 			}

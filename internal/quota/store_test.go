@@ -523,3 +523,48 @@ func TestUnreportedCostIsEstimated(t *testing.T) {
 	assert.EqualValues(t, 600+590+1324+1324, u.UserDay.Used)
 	assert.EqualValues(t, 0, u.UserDay.Reserved)
 }
+
+// A long answer's hold (ChargeOnLapse) that lapses with no hop to settle
+// it (its caller never came back) is charged, not released: the
+// generation ran on at Azure and was billed, at most the hold. A late
+// settlement with Azure's usage (through its ref, on another instance)
+// charges that instead; a hop charge after the lapse, nothing.
+func TestLapsedLongAnswerHoldIsCharged(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s, other := f.store(t), f.store(t)
+	ctx := t.Context()
+	req := f.request("abandoned", 300, 1024)
+	req.ChargeOnLapse = true
+	res, err := s.Reserve(ctx, req)
+	require.NoError(t, err)
+	crashed, err := s.Reserve(ctx, f.request("crashed", 100, 100))
+	require.NoError(t, err)
+	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
+	day := func() quota.Window {
+		u, err := s.Usage(ctx, "user-1", "tenant-1")
+		require.NoError(t, err)
+		return *u.UserDay
+	}
+	assert.EqualValues(t, 400, day().Used)
+	assert.EqualValues(t, 924+200, day().Reserved)
+
+	f.clock.set(res.Expires.Add(quota.Grace))
+	assert.EqualValues(t, 1324, day().Used, "the long answer's whole hold; the crashed request's released")
+	assert.EqualValues(t, 0, day().Reserved)
+	_, err = s.Reserve(ctx, f.request("next", 100, 100))
+	require.NoError(t, err, "a write drops the lapsed holds")
+	assert.EqualValues(t, 1324, day().Used, "charged once")
+	assert.EqualValues(t, 200, day().Reserved)
+
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 100}))
+	assert.EqualValues(t, 1324, day().Used, "a hop after the lapse charges nothing")
+	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
+	require.NoError(t, err)
+	require.NoError(t, other.Settle(ctx, ref, quota.Billed{Prompt: 300, Completion: 500, Status: 404, ResponseID: "resp_3", Hop: 5, Outcome: "completed"}))
+	assert.EqualValues(t, 800, day().Used, "Azure's usage, when a hop learns it")
+	assert.Equal(t, "800", ledgerRow(t, f, "abandoned")["Charged"])
+	assert.Equal(t, true, ledgerRow(t, f, "abandoned")["ChargeOnLapse"])
+	assert.Nil(t, ledgerRow(t, f, "crashed")["ChargeOnLapse"])
+	require.NoError(t, s.Settle(ctx, crashed, quota.Billed{Prompt: 100, Completion: 100, Status: 200}))
+	assert.EqualValues(t, 800+200, day().Used, "a late settlement of a released hold charges what fits")
+}
