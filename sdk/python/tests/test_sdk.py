@@ -8,6 +8,7 @@ Upstream calls are counted from the simulator's log, one line per call."""
 
 from __future__ import annotations
 
+import time
 import unittest
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -230,6 +231,25 @@ class Surface:
         self.assertEqual(c.error.code, "deadline_exceeded")
         self.assertEqual(len(c.upstream), 1)
         self.assertEqual([(l["clientTimeoutMs"], l["budgetMs"]) for l in c.log], [(4000, 2000)])
+
+    def test_a_stream_runs_past_the_sdks_timeout_once_begun(self) -> None:
+        # The read timeout bounds each wait for bytes, not the stream: with timeout=3.0 (the least counted), a stream
+        # longer than that (10 ms a token) comes whole, within the 6 s budget, as it does from Azure itself.
+        def run() -> tuple[str, float]:
+            start, text = time.monotonic(), ""
+            for chunk in self.sdk.with_options(timeout=3.0).chat.completions.create(
+                model=DEPLOYMENT, messages=ask("Count to 100."), stream=True
+            ):
+                if chunk.choices:
+                    text += chunk.choices[0].delta.content or ""
+            return text, time.monotonic() - start
+
+        c = counted(run)
+        self.assertIsNone(c.error)
+        text, took = c.result
+        self.assertEqual(text, ", ".join(str(i) for i in range(1, 101)) + ".")
+        self.assertGreater(took, 3.0, "the stream outlasted the timeout")
+        self.assertEqual(len(c.upstream), 1)
 
     def test_models_list_names_the_deployment(self) -> None:
         c = counted(lambda: [m.id for m in self.sdk.models.list()], upstream=0)
