@@ -1,6 +1,7 @@
 package aoaitest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,6 +137,12 @@ func (ex *exchange) create() {
 		ex.fault(callFault)
 		return
 	}
+	// A reset with tokens=N drops the create's stream after N pieces of
+	// text; a background generation runs on.
+	cut := -1
+	if callFault.Kind == KindReset && callFault.MidStream && req.Stream && ex.s.fire(callFault) {
+		ex.rec.Fault, cut = string(callFault.Kind), callFault.Tokens
+	}
 	v, ok := ex.admitAndFit(prompt, maxOut, "input")
 	if !ok {
 		return
@@ -156,7 +163,7 @@ func (ex *exchange) create() {
 	created := g.start(ctx)
 	switch {
 	case req.Stream:
-		ex.streamEvents(g, -1, v)
+		ex.streamEvents(g, -1, v, cut)
 	case req.Background:
 		ex.successHeaders(v, "application/json")
 		ex.writeJSON(http.StatusOK, created)
@@ -300,7 +307,7 @@ func (ex *exchange) resume(id string) {
 	case g.stale > 0 && time.Since(g.created) > g.stale:
 		ex.invalid(msgStale, "", "")
 	default:
-		ex.streamEvents(g, after, ex.s.peek(g.deployment))
+		ex.streamEvents(g, after, ex.s.peek(g.deployment), -1)
 	}
 }
 
@@ -333,10 +340,14 @@ func (ex *exchange) deleteResponse(id string) {
 }
 
 // streamEvents sends g's events after sequence number after, as they come,
-// until the response ends or the client goes away. A client that goes
-// away stops the response only when it is not in background mode (its
-// context is the request's).
-func (ex *exchange) streamEvents(g *generation, after int, v verdict) {
+// until the response ends or the client goes away; with cut 0 or more, it
+// drops the connection before the text delta after the first cut. A
+// client that goes away stops the response only when it is not in
+// background mode (its context is the request's).
+// textDelta marks an event of text.
+var textDelta = []byte(`"response.output_text.delta"`)
+
+func (ex *exchange) streamEvents(g *generation, after int, v verdict, cut int) {
 	ex.successHeaders(v, "text/event-stream")
 	ex.rec.Status = http.StatusOK
 	ex.w.WriteHeader(http.StatusOK)
@@ -351,6 +362,13 @@ func (ex *exchange) streamEvents(g *generation, after int, v verdict) {
 	for {
 		evs, changed, ended := g.since(next)
 		for _, ev := range evs {
+			if cut >= 0 && bytes.Contains(ev, textDelta) {
+				if cut == 0 {
+					_ = rc.Flush()
+					panic(http.ErrAbortHandler) // the connection dropped
+				}
+				cut--
+			}
 			if _, err := ex.w.Write(ev); err != nil {
 				ex.rec.Cancelled = true
 				return

@@ -433,3 +433,27 @@ func TestOpenAISurfaceHoldsForItsRequestOnly(t *testing.T) {
 		assert.LessOrEqual(t, expires.Sub(reserved), h.cfg.Budget+quota.Grace, "the request's budget and the grace")
 	})
 }
+
+// A first hop whose stream breaks after its response was created leaves
+// its caller no cursor to go on with: the generation is cancelled upstream
+// (none runs for nobody) and charged as a failed long answer, the prompt
+// and what the hop received; the rest of its hold is released.
+func TestLongAnswerFirstHopBrokenIsCancelledAndCharged(t *testing.T) {
+	az := azuritetest.Start(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := longQuotaHarness(t, az, 10_000, nil)
+		ans := h.send(context.Background(), "/api/chat", ask(long600+" [[sim:reset tokens=20]]"), true)
+		assert.Equal(t, "error", ans.last().typ, ans.last().data)
+		info, _ := h.sim.Generation(h.responseID())
+		assert.Equal(t, "cancelled", info.Status, "no generation runs for nobody")
+		line := hopLines(h)[0]
+		assert.Equal(t, true, line["cancelledUpstream"])
+		assert.Equal(t, "settled", line["quota"])
+		row := ledgerOf(t, az, "", line["requestId"])
+		day := usageOf(t, h).User.Day
+		assert.Equal(t, num(t, row["CountedPrompt"])+num(t, line["hopTokens"]), day.Used, "the prompt and what the hop received")
+		assert.EqualValues(t, 0, day.Reserved)
+		assert.Equal(t, "failed", row["Outcome"])
+		assert.Equal(t, true, row["UsageUnreported"])
+	})
+}

@@ -317,6 +317,13 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 	case hop.Status == "failed":
 		res.End = EndFailed
 		return res, err
+	case err != nil && c.Hop == 1 && hopCtx.Err() == nil:
+		// The first hop failed after its response was created: its caller
+		// has no cursor to go on with, so the generation is cancelled (no
+		// generation runs for nobody), and it ended failed.
+		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Cancelled, res.End = true, EndFailed
+		return res, err
 	case hopCtx.Err() != nil:
 		// The offset is of the whole text, whichever way the hops were
 		// read: a caller may stream the rest of what it took whole.
