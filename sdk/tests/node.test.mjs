@@ -100,6 +100,29 @@ test('the deadline: one upstream call, and the SDK error carries timebox\'s mess
   assert.equal(log.length, 1);
 });
 
+test('a stream runs past the SDK\'s timeout once begun: the timeout ends with the headers', async () => {
+  // timeout 3000 (the least counted, sent as X-Stainless-Timeout: 3); counting to 100 at 10 ms a token takes longer.
+  const { result, error, upstream } = await counted(async () => {
+    const start = performance.now();
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 100.' }], stream: true }, { timeout: 3000 });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    return { text, took: performance.now() - start };
+  });
+  assert.equal(error, undefined);
+  assert.equal(result.text, Array.from({ length: 100 }, (_, i) => i + 1).join(', ') + '.');
+  assert.ok(result.took > 3000, `the stream outlasted the timeout, took ${result.took} ms`);
+  assert.equal(upstream.length, 1);
+});
+
+test('a stream whose first frame is late: the deadline\'s 500 before the SDK\'s timeout, not retried', async () => {
+  const { error, upstream } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:hang]] hi' }], stream: true }, { timeout: 3000 }));
+  assert.ok(error instanceof OpenAI.InternalServerError, `a 500, got ${error}`);
+  assert.equal(error.code, 'deadline_exceeded');
+  assert.equal(error.headers.get('x-should-retry'), 'false');
+  assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
+});
+
 test('a fast 503 is retried by the SDK, then answered: two upstream calls', async () => {
   const { result, upstream, log } = await counted(
     () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:status code=503 times=1 id=node-503]] Count to 3.' }] }),
