@@ -163,14 +163,18 @@ func (t Timeouts) KeepAlive(longest time.Duration) time.Duration {
 // openai-go), and X-Stainless-Read-Timeout, in seconds written as a decimal
 // ("600.0": openai-python, on every request). A value that is not one
 // positive number of seconds, whole for X-Stainless-Timeout and at most a
-// day there, is an *Error; a read timeout over a day counts as a day.
+// day there, is an *Error; a read timeout over a day counts as a day. An
+// X-Stainless-Timeout of 0 is a timeout under a second, which the SDKs
+// truncate to whole seconds (openai-node's Math.trunc(ms / 1000)): it is
+// read as a second, too short for any answer, not as a bad header.
 func Timeout(h http.Header) (Timeouts, error) {
 	var t Timeouts
 	if vs := h.Values("X-Stainless-Timeout"); len(vs) > 0 {
 		s, err := strconv.ParseInt(strings.TrimSpace(vs[0]), 10, 64)
-		if len(vs) > 1 || err != nil || s <= 0 || s > int64(maxTimeout/time.Second) {
-			return Timeouts{}, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 1 to 86400.")
+		if len(vs) > 1 || err != nil || s < 0 || s > int64(maxTimeout/time.Second) {
+			return Timeouts{}, Invalid("", "X-Stainless-Timeout must be one whole number of seconds, from 0 to 86400.")
 		}
+		s = max(s, 1)
 		if h.Get("X-Stainless-Lang") == "js" {
 			t.First = time.Duration(s) * time.Second
 		} else {

@@ -172,10 +172,14 @@ func TestTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, d)
 	assert.False(t, d.Any())
-	for _, bad := range []string{"0", "-1", "1.5", "soon", "86401"} {
+	for _, bad := range []string{"-1", "1.5", "soon", "86401"} {
 		_, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {bad}})
 		assert.Error(t, err, bad)
 	}
+	// openai-node with a timeout under a second sends Math.trunc(ms/1000).
+	d, err = openaiwire.Timeout(http.Header{"X-Stainless-Timeout": {"0"}, "X-Stainless-Lang": {"js"}})
+	require.NoError(t, err, "an SDK's own header is never a 400")
+	assert.Equal(t, openaiwire.Timeouts{First: time.Second}, d)
 }
 
 // openai-python sends its timeout as X-Stainless-Read-Timeout, a float's
