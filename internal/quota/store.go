@@ -3,123 +3,12 @@ package quota
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"golang.org/x/sync/errgroup"
 )
-
-// counter is one window's row: the settled tokens and the holds of the
-// reservations under way, each hold a property named after the time its
-// reservations lapse (holdName), so that a window's row stays the same
-// size however many requests are under way, and an expired hold is simply
-// not counted (and dropped at the next write).
-type counter struct {
-	row   string
-	limit Limit
-	size  int64
-	reset time.Time
-
-	found bool
-	etag  azcore.ETag
-	used  int64
-	holds map[string]int64
-}
-
-// holdStep is the granularity of the holds' expiry: reservations that
-// lapse within the same 10 s share one property.
-const holdStep = 10
-
-// holdName is the property of the holds that lapse at exp (rounded up to
-// holdStep seconds): "H" and the Unix time; "B" for holds charged when
-// they lapse (Request.ChargeOnLapse).
-func holdName(exp time.Time, chargeOnLapse bool) string {
-	sec := (exp.Unix() + holdStep - 1) / holdStep * holdStep
-	prefix := "H"
-	if chargeOnLapse {
-		prefix = "B"
-	}
-	return prefix + strconv.FormatInt(sec, 10)
-}
-
-// isHold says whether a counter's property is a hold.
-func isHold(name string) bool { return strings.HasPrefix(name, "H") || strings.HasPrefix(name, "B") }
-
-// chargedOnLapse says whether the holds of property name are charged when
-// they lapse.
-func chargedOnLapse(name string) bool { return strings.HasPrefix(name, "B") }
-
-// holdLive says whether the holds of property name still count at now.
-func holdLive(name string, now time.Time) bool {
-	sec, err := strconv.ParseInt(name[min(1, len(name)):], 10, 64)
-	return err == nil && now.Unix() < sec
-}
-
-// held is what the live holds add up to at now.
-func (c *counter) held(now time.Time) int64 {
-	var n int64
-	for name, v := range c.holds {
-		if holdLive(name, now) {
-			n += v
-		}
-	}
-	return n
-}
-
-// lapse charges the holds charged on lapse that have lapsed at now: they
-// move to the settled tokens, and the next write drops them. Every
-// reading of a counter calls it, with the time its decisions are made at.
-func (c *counter) lapse(now time.Time) {
-	for name, v := range c.holds {
-		if chargedOnLapse(name) && !holdLive(name, now) {
-			c.used += max(0, v)
-			delete(c.holds, name)
-		}
-	}
-}
-
-// free is what is left of the window at now.
-func (c *counter) free(now time.Time) int64 { return c.size - c.used - c.held(now) }
-
-// counters are the windows a request of oid in tid at now counts against.
-func (s *Store) counters(oid string, now time.Time) []*counter {
-	var out []*counter
-	if s.userDay > 0 {
-		out = append(out, &counter{row: dayRow(oid, now), limit: UserDay, size: s.userDay, reset: resetOf(UserDay, now)})
-	}
-	if s.tenantMon > 0 {
-		out = append(out, &counter{row: monthRow, limit: TenantMonth, size: s.tenantMon, reset: resetOf(TenantMonth, now)})
-	}
-	return out
-}
-
-// entity is c's row as written at now: expired holds are left out.
-func (c *counter) entity(partition string, now time.Time) []byte {
-	props := map[string]any{"Used": aztables.EDMInt64(c.used), "Limit": aztables.EDMInt64(c.size)}
-	for name, v := range c.holds {
-		// A lapsed hold is released by being left out; one charged on
-		// lapse that lapsed since it was read is charged at the next
-		// reading (lapse), so it is kept.
-		if v > 0 && (holdLive(name, now) || chargedOnLapse(name)) {
-			props[name] = aztables.EDMInt64(v)
-		}
-	}
-	return marshal(partition, c.row, props)
-}
-
-// action writes c: an insert for a row not there yet (which fails if
-// another writer inserted it first), else a replace conditional on the
-// ETag read.
-func (c *counter) action(partition string, now time.Time) aztables.TransactionAction {
-	if !c.found {
-		return aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: c.entity(partition, now)}
-	}
-	etag := c.etag
-	return aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateReplace, Entity: c.entity(partition, now), IfMatch: &etag}
-}
 
 // Ledger states.
 const (
