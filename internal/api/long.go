@@ -193,17 +193,7 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
 	switch {
 	case callerGone || es.failure() != nil:
-		// A caller that went away is logged 499 client_gone; one still
-		// there that stopped reading, with the answer's own code, and
-		// writeTimedOut.
-		failed := es.failure()
-		rec.noteWrite(failed)
-		switch {
-		case !writeTimedOut(failed):
-			rec.code = codeClientGone
-		case err != nil:
-			rec.code = rowFor(err).code
-		}
+		noteUntaken(rec, es.failure(), err) // the hop's tokens are on the line already (noteHop)
 	case !started && err != nil:
 		s.fail(w, r, err)
 	case err == nil && res.Done && res.FinishReason == "content_filter":

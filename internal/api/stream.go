@@ -70,6 +70,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 		call.out.done(ctx, es, resp)
 	}
 	if failed := es.failure(); failed != nil || callerGone {
+		countTokens(rec)
 		noteUntaken(rec, failed, err)
 	}
 }
@@ -80,7 +81,6 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, call *chatCall) 
 // is logged 499 client_gone; one still there that stopped reading, with
 // the answer's own status and code, and writeTimedOut.
 func noteUntaken(rec *record, failed, err error) {
-	countTokens(rec)
 	rec.noteWrite(failed)
 	switch {
 	case !writeTimedOut(failed):
