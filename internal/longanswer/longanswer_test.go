@@ -73,18 +73,32 @@ func follow(t *testing.T, h *longanswer.Hops, q string, owner cursor.Owner, whol
 	})
 	require.NoError(t, err)
 	all := []*longanswer.Result{res}
-	for res.Next != nil {
-		c := *res.Next
-		res, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
+	if res.Next != nil {
+		all = append(all, followFrom(t, h, *res.Next, owner, whole, onDelta)...)
+	}
+	if whole {
+		return all[len(all)-1].Text, all
+	}
+	return seen.String(), all
+}
+
+// followFrom continues a long answer from c to its end, each hop in a
+// budget of its own, relaying to onDelta (nil for whole answers); it
+// returns every hop it made.
+func followFrom(t *testing.T, h *longanswer.Hops, c cursor.Cursor, owner cursor.Owner, whole bool, onDelta func(string)) []*longanswer.Result {
+	t.Helper()
+	var all []*longanswer.Result
+	for {
+		res, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
 			return h.Continue(ctx, c, owner, whole, "", onDelta)
 		})
 		require.NoError(t, err)
 		all = append(all, res)
+		if res.Next == nil {
+			return all
+		}
+		c = *res.Next
 	}
-	if whole {
-		return res.Text, all
-	}
-	return seen.String(), all
 }
 
 // A 600 s generation is delivered over at least three hops, byte for byte
@@ -285,16 +299,7 @@ func TestFast503OnContinueIsRetriedWithTheSameCursor(t *testing.T) {
 		assert.Equal(t, aoai.KindUnavailable, e.Kind)
 		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
 		assert.Equal(t, first.Text, seen.String(), "nothing relayed")
-		for {
-			res, err := hop(func(ctx context.Context) (*longanswer.Result, error) {
-				return h.Continue(ctx, c, alice, false, "", onDelta)
-			})
-			require.NoError(t, err)
-			if res.Next == nil {
-				break
-			}
-			c = *res.Next
-		}
+		followFrom(t, h, c, alice, false, onDelta)
 		info, _ := sim.Generation(first.ResponseID)
 		assert.Equal(t, info.Text, seen.String())
 	})
@@ -319,17 +324,7 @@ func TestResumeThatDoesNotAnswerInTimeContinues(t *testing.T) {
 		assert.Equal(t, first.Next.After, res.Next.After, "the same place")
 		assert.Equal(t, first.Next.Offset, res.Next.Offset)
 		assert.Equal(t, 3, res.Next.Hop)
-		c := *res.Next
-		for {
-			res, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
-				return h.Continue(ctx, c, alice, false, "", onDelta)
-			})
-			require.NoError(t, err)
-			if res.Next == nil {
-				break
-			}
-			c = *res.Next
-		}
+		followFrom(t, h, *res.Next, alice, false, onDelta)
 		info, _ := sim.Generation(first.ResponseID)
 		assert.Equal(t, info.Text, seen.String())
 	})
@@ -355,13 +350,7 @@ func TestStreamAfterWholeHopsGoesOnWhereTheTextStopped(t *testing.T) {
 					had = res.Text // a polled hop has no text to show until the end
 				}
 				var rest strings.Builder
-				for res.Next != nil {
-					c := *res.Next
-					res, err = hop(func(ctx context.Context) (*longanswer.Result, error) {
-						return h.Continue(ctx, c, alice, false, "", func(s string) { rest.WriteString(s) })
-					})
-					require.NoError(t, err)
-				}
+				followFrom(t, h, *res.Next, alice, false, func(s string) { rest.WriteString(s) })
 				info, _ := sim.Generation(res.ResponseID)
 				assert.Equal(t, info.Text, had+rest.String())
 			})
