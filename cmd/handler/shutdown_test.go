@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/testlog"
 )
 
 // closeNotingListener is a loopback listener whose connections say when
@@ -139,7 +139,7 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 		cfg, err := config.Load(func(k string) string { return settings[k] })
 		require.NoError(t, err)
 		_, upstream := memnet.Serve(t, aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}}))
-		var logs lockedBuffer
+		var logs testlog.Buffer
 		a, err := app.New(cfg, app.Seams{Logs: &logs, Version: "test", Upstream: upstream})
 		require.NoError(t, err)
 		ln := memnet.Listen()
@@ -176,22 +176,4 @@ func TestShutdownWithCallersThatStopReading(t *testing.T) {
 			assert.Equal(t, true, l["writeTimedOut"], l)
 		}
 	})
-}
-
-// lockedBuffer is a bytes.Buffer safe for run's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

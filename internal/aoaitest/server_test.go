@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/testlog"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -666,26 +666,8 @@ func TestRecordsAndStats(t *testing.T) {
 	assert.Equal(t, aoaitest.Stats{Requests: 2, Completed: 2, PromptTokens: recs[0].PromptTokens, CompletionTokens: recs[0].CompletionTokens}, st)
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogsNeitherPromptsNorKeys(t *testing.T) {
-	var buf syncBuffer
+	var buf testlog.Buffer
 	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}, APIKey: "secret-key", Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	_, _ = post(t, sim, "gpt-4o", chatBody("my private question", 0, false), http.Header{"Api-Key": {"secret-key"}})
 	out := buf.String()

@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -22,6 +20,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/fetch/fetchtest"
 	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/testlog"
 )
 
 const (
@@ -36,26 +35,9 @@ type harness struct {
 	t       *testing.T
 	sim     *aoaitest.Server
 	handler http.Handler
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	cfg     config.Config
 	seams   app.Seams
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newHarness builds the stack from environment-style settings (over sane
@@ -102,7 +84,7 @@ func newHarness(t *testing.T, env map[string]string, simOpts aoaitest.Options, o
 	})
 	// The stack as the binary builds it from the same settings (app.New);
 	// only the network is the test's.
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	seams := app.Seams{
 		Logs: logs, Version: "test", Upstream: client,
 		Resolver: dns, Dial: fetchtest.NewWeb(t, web).DialContext,

@@ -18,6 +18,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/app"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
 	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/testlog"
 )
 
 // countingTransport counts the quota store's requests, and its batches
@@ -116,7 +117,7 @@ func BenchmarkQuotaLongAnswer(b *testing.B) {
 	b.Cleanup(simSrv.Close)
 	b.Cleanup(sim.Close)
 	store := &countingTransport{}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	settings := map[string]string{
 		"AZURE_OPENAI_ENDPOINT": simSrv.URL, "AZURE_OPENAI_DEPLOYMENT": "o3", "AZURE_OPENAI_API_KEY": simKey,
 		"REQUEST_BUDGET": "3s", "FAST_FAILURE_THRESHOLD": "1s", "CLIENT_TIMEOUT_MARGIN": "500ms",

@@ -19,6 +19,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/caller"
+	"github.com/timebox-dev/timebox/internal/testlog"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
 
@@ -109,7 +110,7 @@ func (p panickingChat) Complete(context.Context, *aoai.Request) (*aoai.Response,
 func TestAbortedHandlerIsLetThrough(t *testing.T) {
 	counter, err := tokens.New("o200k_base")
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
 		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
 		Chat: panickingChat{http.ErrAbortHandler}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Caller: caller.Anonymous{},
@@ -126,7 +127,7 @@ func TestAbortedHandlerIsLetThrough(t *testing.T) {
 func TestPanicIsAReadable500(t *testing.T) {
 	counter, err := tokens.New("o200k_base")
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	h := &harness{t: t, logs: logs, handler: api.New(api.Options{
 		Budget: 200 * time.Second, MaxTokens: 1024, ContextWindow: 128000, AllowedOrigins: []string{allowedOrigin},
 		Chat: panickingChat{}, Tokens: counter, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Caller: caller.Anonymous{},

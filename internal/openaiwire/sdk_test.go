@@ -1,7 +1,6 @@
 package openaiwire_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,7 +14,6 @@ import (
 	"math/big"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,6 +33,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/config"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/testlog"
 )
 
 // These tests run openai-go (github.com/openai/openai-go/v3, pinned in
@@ -58,29 +57,16 @@ const (
 type sdkStack struct {
 	sim    *aoaitest.Server
 	client *http.Client
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	iss    *issuertest.Issuer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines are the request log lines, once every request in the bubble has
-// written its own (a line is written after its answer has gone).
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// logLines are the request log lines, once every request in the bubble
+// has written its own (a line is written after its answer has gone).
+func (s *sdkStack) logLines(t *testing.T) []map[string]any {
 	synctest.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(s.logs.String()), "\n") {
 		if l == "" {
 			continue
 		}
@@ -117,7 +103,7 @@ func newStack(t *testing.T, entra bool, env map[string]string, sim ...func(*aoai
 	}
 	sm := aoaitest.New(opts)
 	_, upstream := memnet.Serve(t, sm)
-	s := &sdkStack{sim: sm, logs: &syncBuffer{}}
+	s := &sdkStack{sim: sm, logs: &testlog.Buffer{}}
 	ext := app.Seams{Logs: s.logs, Version: "test", Upstream: upstream}
 	if entra {
 		s.iss, err = issuertest.New()
@@ -316,7 +302,7 @@ func TestGoSDKDeadlineIsAskedOnce(t *testing.T) {
 		assert.Contains(t, e.Message, "did not answer in time")
 		assert.Equal(t, "false", e.Response.Header.Get("x-should-retry"))
 		assert.Len(t, s.upstream(), 1, "one upstream call")
-		assert.Len(t, s.logs.lines(t), 1, "the SDK asked once")
+		assert.Len(t, s.logLines(t), 1, "the SDK asked once")
 		assert.Equal(t, 40*time.Second, time.Since(start).Round(time.Second), "answered at the budget")
 	})
 }
@@ -506,7 +492,7 @@ func TestGoSDKAzureEndpoint(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "1, 2, 3.", res.Choices[0].Message.Content)
 		assert.Equal(t, []string{audience + "/.default"}, scopes)
-		lines := s.logs.lines(t)
+		lines := s.logLines(t)
 		require.Len(t, lines, 1)
 		assert.Equal(t, "/openai/deployments/{deployment}/chat/completions", lines[0]["route"])
 		assert.Equal(t, issuertest.TestUserOID, lines[0]["callerOid"])
@@ -539,7 +525,7 @@ func TestGoSDKAzureAPIKeyIsRefused(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, http.StatusUnauthorized, e.StatusCode)
 		assert.Equal(t, "unauthenticated", e.Code)
-		assert.Len(t, s.logs.lines(t), 1)
+		assert.Len(t, s.logLines(t), 1)
 		assert.Empty(t, s.upstream())
 	})
 }
@@ -577,7 +563,7 @@ func TestGoSDKModelNotFound(t *testing.T) {
 		assert.Equal(t, "model_not_found", e.Code)
 		assert.Equal(t, "model", e.Param)
 		assert.Equal(t, "false", e.Response.Header.Get("x-should-retry"))
-		assert.Len(t, s.logs.lines(t), 1, "not retried")
+		assert.Len(t, s.logLines(t), 1, "not retried")
 		assert.Empty(t, s.upstream())
 	})
 }

@@ -164,7 +164,7 @@ func TestStreamWhoseFirstFrameIsLateIsTheDeadline(t *testing.T) {
 				assert.Equal(t, "false", r.header.Get("x-should-retry"))
 				assert.Equal(t, 8*time.Second, time.Since(start).Round(time.Second), "the timeout less the margin")
 				assert.Len(t, s.upstream(), 1, "one upstream call")
-				lines := s.logs.lines(t)
+				lines := s.logLines(t)
 				require.Len(t, lines, 1)
 				assert.EqualValues(t, 10000, lines[0]["clientTimeoutMs"])
 			})
