@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/modelfacts"
@@ -306,39 +308,63 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 	}
 }
 
-// chatBody is what Azure OpenAI is sent. It is a struct, not a map, which
-// encodes without boxing values or sorting keys.
-type chatBody struct {
-	// Model is the deployment on the v1 API; the deployments API has it in
-	// the path.
-	Model    string    `json:"model,omitempty"`
-	Messages []Message `json:"messages"`
-	// MaxTokens or MaxCompletionTokens, whichever the deployment's model
-	// takes (modelfacts' TokenField), is always sent; the other is nil.
-	MaxTokens           *int `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
-	Stream              bool `json:"stream"`
-	// The last chunk then carries the usage (its choices empty).
-	StreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-}
-
+// body is what Azure OpenAI is sent: the deployment on the v1 API (the
+// deployments API has it in the path), the messages, the token limit under
+// the name the deployment's model takes (modelfacts' TokenField), and
+// always a stream whose last chunk carries the usage; then a passthrough's
+// fields. It is written out rather than encoded as one value: a
+// passthrough's messages and fields are JSON already, which encoding them
+// again would only scan and copy a second time.
 func (c *Client) body(req *Request) ([]byte, error) {
-	if req.Passthrough != nil {
-		return c.bodyWith(req, req.Passthrough)
+	var messages, fields []byte
+	if p := req.Passthrough; p != nil {
+		var err error
+		if messages, fields, err = p.parts(); err != nil {
+			return nil, err
+		}
 	}
-	b := chatBody{Messages: req.Messages, Stream: true}
-	b.StreamOptions.IncludeUsage = true
+	size := len(messages) + len(fields) + len(c.deployment) + 128
+	for _, m := range req.Messages {
+		size += len(`{"role":"","content":""},`) + len(m.Role) + len(m.Content)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
 	if c.v1 {
-		b.Model = c.deployment
+		b = append(b, `"model":`...)
+		b, _ = jsontext.AppendQuote(b, c.deployment)
+		b = append(b, ',')
+	}
+	b = append(b, `"messages":`...)
+	if req.Passthrough != nil {
+		b = append(b, messages...)
+	} else {
+		var err error
+		if b, err = appendJSON(b, req.Messages); err != nil {
+			return nil, err
+		}
 	}
 	if c.tokenField == modelfacts.MaxCompletionTokens {
-		b.MaxCompletionTokens = &req.MaxTokens
+		b = append(b, `,"max_completion_tokens":`...)
 	} else {
-		b.MaxTokens = &req.MaxTokens
+		b = append(b, `,"max_tokens":`...)
 	}
-	return json.Marshal(&b)
+	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	if len(fields) > 0 {
+		b = append(append(b, ','), fields...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends v to b as json.Marshal encodes it, written straight
+// into b rather than into a slice of its own and copied.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return nil, err
+	}
+	// Encode ends the value with a newline.
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // sendFailure classifies a request that got no answer: the context's end,

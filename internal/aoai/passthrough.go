@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/timebox-dev/timebox/internal/modelfacts"
 )
 
 // Passthrough is what a request in the OpenAI dialect (package
@@ -62,40 +59,20 @@ type Annotations struct {
 
 var errFields = errors.New("passthrough fields must be a JSON object")
 
-// bodyWith is the body of a request with p: the body's own members, in
-// chatBody's order, then p's fields. It is written out rather than
-// encoded: p's messages and fields are JSON already, which encoding them
-// again would only scan and copy a second time.
-func (c *Client) bodyWith(req *Request, p *Passthrough) ([]byte, error) {
+// parts are p's messages and the members of its fields without their
+// braces (empty for none), each checked to be JSON.
+func (p *Passthrough) parts() (messages, fields []byte, err error) {
 	f := bytes.TrimSpace(p.Fields)
 	if len(f) > 0 && (f[0] != '{' || !jsontext.Value(f).IsValid()) {
-		return nil, errFields
+		return nil, nil, errFields
 	}
 	if !jsontext.Value(p.Messages).IsValid() {
-		return nil, errMessages
+		return nil, nil, errMessages
 	}
-	b := make([]byte, 0, len(p.Messages)+len(f)+len(c.deployment)+128)
-	b = append(b, '{')
-	if c.v1 {
-		b = append(b, `"model":`...)
-		b, _ = jsontext.AppendQuote(b, c.deployment)
-		b = append(b, ',')
-	}
-	b = append(b, `"messages":`...)
-	b = append(b, p.Messages...)
-	if c.tokenField == modelfacts.MaxCompletionTokens {
-		b = append(b, `,"max_completion_tokens":`...)
-	} else {
-		b = append(b, `,"max_tokens":`...)
-	}
-	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
-	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	if len(f) > 0 {
-		if inner := bytes.TrimSpace(f[1 : len(f)-1]); len(inner) > 0 {
-			b = append(append(b, ','), inner...)
-		}
+		f = bytes.TrimSpace(f[1 : len(f)-1])
 	}
-	return append(b, '}'), nil
+	return p.Messages, f, nil
 }
 
 var errMessages = errors.New("passthrough messages must be JSON")
