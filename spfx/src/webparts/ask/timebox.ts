@@ -40,6 +40,24 @@ function withClient(ask: Ask, client: () => Promise<TimeboxClient>): Ask {
   return ask;
 }
 
+/**
+ * The client, made by make on first use and kept for every later call; a make that fails (a refused sign-in) is
+ * not kept: the next question tries again.
+ */
+function lazyClient(make: () => Promise<TimeboxClient>): () => Promise<TimeboxClient> {
+  let client: Promise<TimeboxClient> | undefined;
+  return () => {
+    if (!client) {
+      const pending = make();
+      pending.catch(() => {
+        if (client === pending) client = undefined;
+      });
+      client = pending;
+    }
+    return client;
+  };
+}
+
 /** A timebox client that sends every request with fetch and a token from SPFx's AadTokenProvider, so answers can stream. */
 export function timeboxOverAadToken(provider: AadTokenProvider, appIdUri: string, functionAppUrl: string): TimeboxClient {
   return new TimeboxClient({ baseUrl: functionAppUrl, transport: aadTokenTransport(provider, appIdUri) });
@@ -57,17 +75,7 @@ export function streamOverAadToken(
   functionAppUrl: string,
   appIdUri: string,
 ): Ask {
-  let client: Promise<TimeboxClient> | undefined;
-  const get = (): Promise<TimeboxClient> => {
-    if (!client) {
-      const pending = factory.getTokenProvider().then((provider) => timeboxOverAadToken(provider, appIdUri, functionAppUrl));
-      pending.catch(() => {
-        if (client === pending) client = undefined;
-      });
-      client = pending;
-    }
-    return client;
-  };
+  const get = lazyClient(() => factory.getTokenProvider().then((provider) => timeboxOverAadToken(provider, appIdUri, functionAppUrl)));
   return withClient(async (question, { signal, onAttempt, onDelta, onHop }) => {
     const timebox = await get();
     return timebox.chatStream({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onDelta, onHop });
@@ -90,18 +98,7 @@ export function askOverAad(
   functionAppUrl: string,
   appIdUri: string,
 ): Ask {
-  let client: Promise<TimeboxClient> | undefined;
-  const get = (): Promise<TimeboxClient> => {
-    if (!client) {
-      const pending = factory.getClient(appIdUri).then((aad) => timeboxOverAad(aad, configuration, functionAppUrl));
-      // A failed sign-in is not kept: the next question tries again.
-      pending.catch(() => {
-        if (client === pending) client = undefined;
-      });
-      client = pending;
-    }
-    return client;
-  };
+  const get = lazyClient(() => factory.getClient(appIdUri).then((aad) => timeboxOverAad(aad, configuration, functionAppUrl)));
   return withClient(async (question, { signal, onAttempt, onHop }) => {
     const timebox = await get();
     return timebox.chat({ messages: [{ role: 'user', content: question }] }, { signal, onAttempt, onHop });

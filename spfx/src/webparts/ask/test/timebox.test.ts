@@ -25,10 +25,13 @@ function services(): SpfxServices & { viaClient: string[]; viaProvider: string[]
 
 const noop = (): void => undefined;
 
-/** Asks once through `ask`, answering the request at the server; returns what the server received. */
+/**
+ * Asks once through `ask`, answering the request at the server; returns what the server received. A call that
+ * fails before its request arrives fails here at once, not at the test's timeout.
+ */
 async function askOnce(ask: NonNullable<ReturnType<typeof askFor>>): Promise<{ url: string; accept: string | undefined }> {
   const call = ask('hi', { signal: new AbortController().signal, onAttempt: noop, onDelta: noop, onHop: noop });
-  const ex = await server.next();
+  const ex = await Promise.race([server.next(), call.then(() => new Promise<never>(noop))]);
   ex.reply(200, { answer: 'ok', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, requestId: 'r', elapsedMs: 1, upstreamAttempts: 1, truncated: false });
   await call;
   return { url: ex.url, accept: ex.headers.accept };
@@ -64,5 +67,22 @@ describe('the web part properties', () => {
     expect(connectionKey(base)).toBe(connectionKey({ ...base, stream: true, functionAppUrl: ' https://a.azurewebsites.net ' }));
     expect(connectionKey(base)).not.toBe(connectionKey({ ...base, stream: false }));
     expect(connectionKey(base)).not.toBe(connectionKey({ ...base, appIdUri: 'api://other' }));
+  });
+});
+
+describe('signing in', () => {
+  it.each([true, false])('a failed sign-in is not kept: the next question signs in again, once (stream: %s)', async (stream) => {
+    const s = services();
+    let signIns = 0;
+    const refuseFirst = <T>(signIn: () => Promise<T>): Promise<T> => (++signIns === 1 ? Promise.reject(new Error('sign-in refused')) : signIn());
+    const { getClient } = s.aadHttpClientFactory;
+    const { getTokenProvider } = s.aadTokenProviderFactory;
+    s.aadHttpClientFactory = { getClient: (resource) => refuseFirst(() => getClient(resource)) };
+    s.aadTokenProviderFactory = { getTokenProvider: () => refuseFirst(() => getTokenProvider()) };
+    const ask = askFor({ functionAppUrl: server.url, appIdUri: APP, stream }, s)!;
+    await expect(ask('hi', { signal: new AbortController().signal, onAttempt: noop, onDelta: noop, onHop: noop })).rejects.toThrow('sign-in refused');
+    expect((await askOnce(ask)).url).toBe('/api/chat');
+    expect((await askOnce(ask)).url).toBe('/api/chat');
+    expect(signIns).toBe(2);
   });
 });
