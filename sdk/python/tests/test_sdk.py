@@ -192,36 +192,28 @@ class Surface:
         self.assertEqual(c.error.response.headers["x-should-retry"], "false")
         self.assertEqual(c.error.response.headers["retry-after"], "20")
 
-    def test_a_mid_stream_cut_is_raised_as_an_error_after_the_text_so_far(self) -> None:
-        text = ""
+    def test_a_stream_cut_or_at_the_deadline_ends_in_an_error_after_the_text_so_far(self) -> None:
+        # (case, directive, the error's code, its message, the text so far): either way one upstream call, not asked again.
+        cases = [
+            ("a mid-stream cut", "[[sim:reset tokens=10]]", "upstream_error", None, r"^1, 2, 3"),
+            ("the deadline", "[[sim:hang tokens=5]]", "deadline_exceeded", "did not answer in time", r"^1, 2"),
+        ]
+        for case, directive, code, message, so_far in cases:
+            with self.subTest(case):
+                pieces: list[str] = []
 
-        def run() -> None:
-            nonlocal text
-            for chunk in self.sdk.chat.completions.create(model=DEPLOYMENT, messages=ask("[[sim:reset tokens=10]] Count to 50."), stream=True):
-                if chunk.choices:
-                    text += chunk.choices[0].delta.content or ""
+                def run() -> None:
+                    for chunk in self.sdk.chat.completions.create(model=DEPLOYMENT, messages=ask(f"{directive} Count to 50."), stream=True):
+                        if chunk.choices:
+                            pieces.append(chunk.choices[0].delta.content or "")
 
-        c = counted(run)
-        self.assertIsInstance(c.error, openai.APIError)
-        self.assertEqual(c.error.code, "upstream_error")
-        self.assertRegex(text, r"^1, 2, 3", "the text so far arrived first")
-        self.assertEqual(len(c.upstream), 1)
-
-    def test_a_stream_at_the_deadline_ends_in_an_error_after_the_text_so_far(self) -> None:
-        text = ""
-
-        def run() -> None:
-            nonlocal text
-            for chunk in self.sdk.chat.completions.create(model=DEPLOYMENT, messages=ask("[[sim:hang tokens=5]] Count to 50."), stream=True):
-                if chunk.choices:
-                    text += chunk.choices[0].delta.content or ""
-
-        c = counted(run)
-        self.assertIsInstance(c.error, openai.APIError)
-        self.assertEqual(c.error.code, "deadline_exceeded")
-        self.assertRegex(c.error.message, "did not answer in time")
-        self.assertRegex(text, r"^1, 2", "the text so far arrived first")
-        self.assertEqual(len(c.upstream), 1, "not asked again")
+                c = counted(run)
+                self.assertIsInstance(c.error, openai.APIError)
+                self.assertEqual(c.error.code, code)
+                if message:
+                    self.assertRegex(c.error.message, message)
+                self.assertRegex("".join(pieces), so_far, "the text so far arrived first")
+                self.assertEqual(len(c.upstream), 1, "not asked again")
 
     def test_the_sdks_timeout_shortens_the_budget(self) -> None:
         # A read timeout of 4 s, under the 6 s budget: timebox answers its deadline 2 s (CLIENT_TIMEOUT_MARGIN)
