@@ -311,19 +311,20 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 // body is what Azure OpenAI is sent: the deployment on the v1 API (the
 // deployments API has it in the path), the messages, the token limit under
 // the name the deployment's model takes (modelfacts' TokenField), and
-// always a stream whose last chunk carries the usage; then a passthrough's
-// fields. It is written out rather than encoded as one value: a
-// passthrough's messages and fields are JSON already, which encoding them
-// again would only scan and copy a second time.
+// always a stream whose last chunk carries the usage; a passthrough's
+// members (its messages and fields) in place of the messages, last. It is
+// written out rather than encoded as one value: a passthrough's members
+// are JSON already, which encoding them again would only scan and copy a
+// second time.
 func (c *Client) body(req *Request) ([]byte, error) {
-	var messages, fields []byte
+	var members []byte
 	if p := req.Passthrough; p != nil {
 		var err error
-		if messages, fields, err = p.parts(); err != nil {
+		if members, err = p.members(); err != nil {
 			return nil, err
 		}
 	}
-	size := len(messages) + len(fields) + len(c.deployment) + 128
+	size := len(members) + len(c.deployment) + 128
 	for _, m := range req.Messages {
 		size += len(`{"role":"","content":""},`) + len(m.Role) + len(m.Content)
 	}
@@ -334,24 +335,23 @@ func (c *Client) body(req *Request) ([]byte, error) {
 		b, _ = jsontext.AppendQuote(b, c.deployment)
 		b = append(b, ',')
 	}
-	b = append(b, `"messages":`...)
-	if req.Passthrough != nil {
-		b = append(b, messages...)
-	} else {
+	if req.Passthrough == nil {
+		b = append(b, `"messages":`...)
 		var err error
 		if b, err = appendJSON(b, req.Messages); err != nil {
 			return nil, err
 		}
+		b = append(b, ',')
 	}
 	if c.tokenField == modelfacts.MaxCompletionTokens {
-		b = append(b, `,"max_completion_tokens":`...)
+		b = append(b, `"max_completion_tokens":`...)
 	} else {
-		b = append(b, `,"max_tokens":`...)
+		b = append(b, `"max_tokens":`...)
 	}
 	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	if len(fields) > 0 {
-		b = append(append(b, ','), fields...)
+	if len(members) > 0 {
+		b = append(append(b, ','), members...)
 	}
 	return append(b, '}'), nil
 }

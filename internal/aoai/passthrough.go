@@ -15,13 +15,11 @@ import (
 // ...). The body is still this package's: the deployment, the limit under
 // the name the model takes, and always a stream with its usage.
 type Passthrough struct {
-	// Messages is the JSON array sent as messages, in place of
-	// Request.Messages.
-	Messages json.RawMessage
-	// Fields is a JSON object whose members are added to the body; empty
-	// for none. It must not name a member the body has already (model,
-	// messages, the token limits, stream, stream_options).
-	Fields json.RawMessage
+	// Members is a JSON object whose members are added to the body:
+	// messages, in place of Request.Messages, and the caller's fields. It
+	// must not name a member the body has already (model, the token
+	// limits, stream, stream_options).
+	Members json.RawMessage
 }
 
 // Chunk is one chat.completion.chunk of the upstream stream, as Azure
@@ -57,25 +55,17 @@ type Annotations struct {
 	FilterResults, PromptFilterResults []byte
 }
 
-var errFields = errors.New("passthrough fields must be a JSON object")
+var errMembers = errors.New("passthrough members must be a JSON object")
 
-// parts are p's messages and the members of its fields without their
-// braces (empty for none), each checked to be JSON.
-func (p *Passthrough) parts() (messages, fields []byte, err error) {
-	f := bytes.TrimSpace(p.Fields)
-	if len(f) > 0 && (f[0] != '{' || !jsontext.Value(f).IsValid()) {
-		return nil, nil, errFields
+// members are p's members without their object's braces, checked to be
+// JSON.
+func (p *Passthrough) members() ([]byte, error) {
+	m := bytes.TrimSpace(p.Members)
+	if len(m) < 2 || m[0] != '{' || !jsontext.Value(m).IsValid() {
+		return nil, errMembers
 	}
-	if !jsontext.Value(p.Messages).IsValid() {
-		return nil, nil, errMessages
-	}
-	if len(f) > 0 {
-		f = bytes.TrimSpace(f[1 : len(f)-1])
-	}
-	return p.Messages, f, nil
+	return bytes.TrimSpace(m[1 : len(m)-1]), nil
 }
-
-var errMessages = errors.New("passthrough messages must be JSON")
 
 // errorObject is the error object of an error answer's body ({"error":
 // {...}}'s value), as Azure OpenAI sent it; nil when it sent none.

@@ -31,8 +31,7 @@ func TestPassthroughOnTheWire(t *testing.T) {
 		c, err := aoai.New(aoai.Options{Endpoint: endpoint, Deployment: "gpt-4o-mini", APIKey: "k", Transport: rt})
 		require.NoError(t, err)
 		_, err = c.Complete(context.Background(), &aoai.Request{MaxTokens: 50, Passthrough: &aoai.Passthrough{
-			Messages: json.RawMessage(`[{"role":"user","content":[{"type":"text","text":"hi"}]}]`),
-			Fields:   json.RawMessage(`{"temperature":0,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`),
+			Members: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"temperature":0,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`),
 		}})
 		require.NoError(t, err)
 		body := rt.body
@@ -66,8 +65,7 @@ func TestOnChunkSeesEveryChunk(t *testing.T) {
 		c, _ := client(t, aoai.Options{})
 		var chunks []aoai.Chunk
 		resp, err := c.Complete(context.Background(), &aoai.Request{MaxTokens: 50, Passthrough: &aoai.Passthrough{
-			Messages: json.RawMessage(`[{"role":"user","content":"Weather in Paris?"}]`),
-			Fields:   json.RawMessage(`{"tools":[{"type":"function","function":{"name":"get_weather"}}]}`),
+			Members: json.RawMessage(`{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`),
 		}, OnChunk: func(c aoai.Chunk) { chunks = append(chunks, c) }})
 		require.NoError(t, err)
 		assert.Equal(t, "tool_calls", resp.FinishReason)

@@ -155,14 +155,14 @@ func (s *server) prepareOpenAI(ctx context.Context, req openaiwire.ChatRequest) 
 	if err := s.timeForUpstream(ctx); err != nil {
 		return nil, err
 	}
-	messages, fields, err := req.Upstream()
+	members, err := req.Upstream()
 	if err != nil {
 		return nil, fmt.Errorf("encode upstream request: %w", err)
 	}
 	call := &chatCall{
 		req: aoai.Request{
 			MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec),
-			Passthrough: &aoai.Passthrough{Messages: messages, Fields: fields},
+			Passthrough: &aoai.Passthrough{Members: members},
 		},
 		fit: prompt.Result{Messages: msgs, PromptTokens: n},
 	}

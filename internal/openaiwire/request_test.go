@@ -1,6 +1,7 @@
 package openaiwire_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,13 @@ func TestDecodeTakesWhatTheSDKsSend(t *testing.T) {
 	assert.Equal(t, "Weather in Paris?", req.Messages[2].Content.String())
 	assert.True(t, req.Messages[3].Content.Null)
 
-	msgs, fields, err := req.Upstream()
+	members, err := req.Upstream()
+	require.NoError(t, err)
+	var sent map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(members, &sent))
+	msgs := sent["messages"]
+	delete(sent, "messages")
+	fields, err := json.Marshal(sent)
 	require.NoError(t, err)
 	assert.JSONEq(t, `[
  {"role":"system","content":"Be brief."},
@@ -58,9 +65,9 @@ func TestDecodeMinimal(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, req.IsStream())
 	assert.Equal(t, 0, req.Limit())
-	_, fields, err := req.Upstream()
+	members, err := req.Upstream()
 	require.NoError(t, err)
-	assert.JSONEq(t, `{}`, string(fields))
+	assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi"}]}`, string(members), "only the messages")
 }
 
 func TestDecodeRefusals(t *testing.T) {
@@ -137,7 +144,7 @@ func FuzzDecodeChat(f *testing.F) {
 			assert.Equal(t, 400, e.Status)
 			return
 		}
-		_, _, err = req.Upstream()
+		_, err = req.Upstream()
 		assert.NoError(t, err)
 		_ = req.Texts()
 	})

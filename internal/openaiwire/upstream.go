@@ -17,43 +17,43 @@ type upstreamMessage struct {
 	Refusal    *string    `json:"refusal,omitempty"`
 }
 
-// upstreamFields are the request's fields Azure OpenAI is sent as they
-// came. n is not among them (only 1 is taken, Azure's default), nor the
-// ones the upstream client writes itself: model (the deployment), the
-// token limit (bounded, under the name the model takes), stream and
-// stream_options (always a stream with its usage).
-type upstreamFields struct {
-	Temperature       *float64       `json:"temperature,omitempty"`
-	TopP              *float64       `json:"top_p,omitempty"`
-	Stop              jsontext.Value `json:"stop,omitempty"`
-	Seed              *int64         `json:"seed,omitempty"`
-	PresencePenalty   *float64       `json:"presence_penalty,omitempty"`
-	FrequencyPenalty  *float64       `json:"frequency_penalty,omitempty"`
-	ResponseFormat    jsontext.Value `json:"response_format,omitempty"`
-	Tools             []Tool         `json:"tools,omitempty"`
-	ToolChoice        jsontext.Value `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool          `json:"parallel_tool_calls,omitempty"`
-	User              *string        `json:"user,omitempty"`
-	ReasoningEffort   *string        `json:"reasoning_effort,omitempty"`
+// upstreamBody is what of the request Azure OpenAI is sent as it came:
+// the messages and the fields it takes. n is not among them (only 1 is
+// taken, Azure's default), nor the members the upstream client writes
+// itself: model (the deployment), the token limit (bounded, under the name
+// the model takes), stream and stream_options (always a stream with its
+// usage).
+type upstreamBody struct {
+	Messages          []upstreamMessage `json:"messages"`
+	Temperature       *float64          `json:"temperature,omitempty"`
+	TopP              *float64          `json:"top_p,omitempty"`
+	Stop              jsontext.Value    `json:"stop,omitempty"`
+	Seed              *int64            `json:"seed,omitempty"`
+	PresencePenalty   *float64          `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64          `json:"frequency_penalty,omitempty"`
+	ResponseFormat    jsontext.Value    `json:"response_format,omitempty"`
+	Tools             []Tool            `json:"tools,omitempty"`
+	ToolChoice        jsontext.Value    `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
+	User              *string           `json:"user,omitempty"`
+	ReasoningEffort   *string           `json:"reasoning_effort,omitempty"`
 }
 
-// Upstream is what Azure OpenAI is sent for r: its messages (a JSON array)
-// and its other fields (a JSON object, "{}" for none).
-func (r *ChatRequest) Upstream() (messages, fields []byte, err error) {
+// Upstream is what Azure OpenAI is sent of r (aoai.Passthrough's
+// members): a JSON object of its messages and the fields Azure takes as
+// they came, encoded in one pass.
+func (r *ChatRequest) Upstream() ([]byte, error) {
 	msgs := make([]upstreamMessage, len(r.Messages))
 	for i, m := range r.Messages {
 		msgs[i] = upstreamMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Refusal: m.Refusal}
 	}
-	if messages, err = json.Marshal(msgs); err != nil {
-		return nil, nil, err
-	}
-	fields, err = json.Marshal(upstreamFields{
+	return json.Marshal(&upstreamBody{
+		Messages:    msgs,
 		Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed,
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty,
 		ResponseFormat: r.ResponseFormat, Tools: r.Tools, ToolChoice: r.ToolChoice,
 		ParallelToolCalls: r.ParallelToolCalls, User: r.User, ReasoningEffort: r.ReasoningEffort,
 	})
-	return messages, fields, err
 }
 
 // Text is one message's role and text, what the prompt check counts: the
