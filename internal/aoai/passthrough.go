@@ -46,7 +46,8 @@ type Chunk struct {
 
 // Annotations are the members of a chunk that only the OpenAI dialect's
 // answer reads, as Azure sent them: JSON values, nil when absent. They are
-// valid only until Request.OnChunk returns.
+// valid only until Request.OnChunk returns: they lie in the buffer of the
+// chunk's data, which the next chunk reuses.
 type Annotations struct {
 	ID, Created, Model, SystemFingerprint []byte
 	// FilterResults are Azure's content_filter_results of the chunk's

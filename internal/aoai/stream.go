@@ -9,7 +9,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/tmaxmax/go-sse"
 )
 
@@ -96,7 +95,7 @@ func (l *limited) Read(p []byte) (int, error) {
 // reads: a chatChunk[skipped] skips them, as unknown members would be, and
 // a chatChunk[kept] (a Passthrough request's) keeps them as Azure sent
 // them, so that the dialect reads each chunk once, here.
-type chatChunk[A annotation[A]] struct {
+type chatChunk[A annotation] struct {
 	Choices []chunkChoice[A] `json:"choices"`
 	Usage   *Usage           `json:"usage"`
 	Error   json.RawMessage  `json:"error"`
@@ -111,7 +110,7 @@ type chatChunk[A annotation[A]] struct {
 // chunkChoice is one choice of a chatChunk. Strings, not pointers: null
 // reads as "", which is what both mean here, and a string costs no
 // allocation of its own per token.
-type chunkChoice[A annotation[A]] struct {
+type chunkChoice[A annotation] struct {
 	Delta struct {
 		Content string `json:"content"`
 		Refusal string `json:"refusal"`
@@ -124,34 +123,42 @@ type chunkChoice[A annotation[A]] struct {
 }
 
 // An annotation is how a chatChunk reads its annotations: skipped or kept.
-type annotation[A any] interface {
-	// raw is the member as Azure sent it; nil when skipped or absent.
-	raw() []byte
-	// emptied is the annotation ready for the next chunk (its buffer kept).
-	emptied() A
+type annotation interface {
+	skipped | kept
+	// raw is the member as Azure sent it in data, the chunk's data; nil
+	// when skipped or absent.
+	raw(data []byte) []byte
 }
 
 // skipped is an annotation skipped.
 type skipped struct{}
 
 func (*skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
-func (skipped) raw() []byte                                    { return nil }
-func (skipped) emptied() skipped                               { return skipped{} }
+func (skipped) raw([]byte) []byte                              { return nil }
 
-// kept is an annotation kept, in a buffer reused from chunk to chunk.
-type kept []byte
+// kept is an annotation kept as where it lies in the chunk's data: its
+// bytes are not copied, and a chunk of kept annotations holds no pointer
+// that resetting it for the next chunk must write.
+type kept struct{ start, end int }
 
-func (k *kept) UnmarshalJSON(b []byte) error {
-	*k = append((*k)[:0], b...)
+func (k *kept) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	// The decoder reads the chunk's data from its start (Unmarshal), so
+	// its offset is an index into it.
+	k.end = int(dec.InputOffset())
+	k.start = k.end - len(v)
 	return nil
 }
-func (k kept) raw() []byte {
-	if len(k) == 0 {
+
+func (k kept) raw(data []byte) []byte {
+	if k.end == 0 {
 		return nil
 	}
-	return k
+	return data[k.start:k.end]
 }
-func (k kept) emptied() kept { return k[:0] }
 
 // lenient reads upstream chunks with go-json-experiment/json, letting
 // through what encoding/json did (duplicate names, invalid UTF-8): a chunk
@@ -161,11 +168,6 @@ func (k kept) emptied() kept { return k[:0] }
 // filter results) too.
 var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
-// keepAnnotations reads a chatChunk[kept] as lenient does, merging into
-// the chunk read before (which readChunk empties first) so that its
-// annotations' buffers are reused and no chunk costs them an allocation.
-var keepAnnotations = jsonv2.JoinOptions(lenient, jsonv1.MergeWithLegacySemantics(true))
-
 // chatDecoder reads a Chat Completions stream.
 type chatDecoder struct {
 	finish  string
@@ -174,7 +176,8 @@ type chatDecoder struct {
 
 	// Reused from one event to the next, so that a token costs no
 	// allocation for its bytes or its chunk. Decoded strings never alias
-	// buf (the decoder copies them).
+	// buf (the decoder copies them); a chunk's Annotations do, until the
+	// next event.
 	buf   []byte
 	plain chatChunk[skipped] // without onChunk
 	pass  chatChunk[kept]    // with onChunk: a Passthrough request's
@@ -186,22 +189,17 @@ func (d *chatDecoder) decode(ev sse.Event) (string, bool, error) {
 	}
 	d.buf = append(d.buf[:0], ev.Data...)
 	if d.onChunk == nil {
-		return readChunk(d, &d.plain, lenient, ev.Data)
+		return readChunk(d, &d.plain, ev.Data)
 	}
-	return readChunk(d, &d.pass, keepAnnotations, ev.Data)
+	return readChunk(d, &d.pass, ev.Data)
 }
 
-// readChunk decodes d.buf, the chunk data, into c, emptied first, with
-// opts, and hands it to onChunk when set.
-func readChunk[A annotation[A]](d *chatDecoder, c *chatChunk[A], opts jsonv2.Options, data string) (string, bool, error) {
-	all := c.Choices[:cap(c.Choices)]
-	for i := range all {
-		all[i] = chunkChoice[A]{ContentFilterResults: all[i].ContentFilterResults.emptied()}
-	}
-	*c = chatChunk[A]{Choices: c.Choices[:0], Error: c.Error[:0],
-		ID: c.ID.emptied(), Created: c.Created.emptied(), Model: c.Model.emptied(), SystemFingerprint: c.SystemFingerprint.emptied(),
-		PromptFilterResults: c.PromptFilterResults.emptied()}
-	if err := jsonv2.Unmarshal(d.buf, c, opts); err != nil {
+// readChunk decodes d.buf, the chunk data, into c, emptied first (a
+// member the chunk lacks must not keep the last one's value; the decoder
+// zeroes the choices it reads into), and hands it to onChunk when set.
+func readChunk[A annotation](d *chatDecoder, c *chatChunk[A], data string) (string, bool, error) {
+	*c = chatChunk[A]{Choices: c.Choices[:0], Error: c.Error[:0]}
+	if err := jsonv2.Unmarshal(d.buf, c, lenient); err != nil {
 		return "", false, fmt.Errorf("%w: chunk: %v", errBadBody, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -223,13 +221,14 @@ func readChunk[A annotation[A]](d *chatDecoder, c *chatChunk[A], opts jsonv2.Opt
 		}
 	}
 	if d.onChunk != nil {
+		b := d.buf
 		out := Chunk{Data: data, Text: text, ToolCalls: calls, Usage: c.Usage != nil && len(c.Choices) == 0, Annotations: Annotations{
-			ID: c.ID.raw(), Created: c.Created.raw(), Model: c.Model.raw(), SystemFingerprint: c.SystemFingerprint.raw(),
-			PromptFilterResults: c.PromptFilterResults.raw(),
+			ID: c.ID.raw(b), Created: c.Created.raw(b), Model: c.Model.raw(b), SystemFingerprint: c.SystemFingerprint.raw(b),
+			PromptFilterResults: c.PromptFilterResults.raw(b),
 		}}
 		if len(c.Choices) > 0 {
 			ch := &c.Choices[0]
-			out.Refusal, out.Finish, out.Annotations.FilterResults = ch.Delta.Refusal, ch.FinishReason, ch.ContentFilterResults.raw()
+			out.Refusal, out.Finish, out.Annotations.FilterResults = ch.Delta.Refusal, ch.FinishReason, ch.ContentFilterResults.raw(b)
 		}
 		d.onChunk(out)
 	}

@@ -31,10 +31,11 @@ type openAIAnswer struct {
 
 	answer openaiwire.Assembler // whole
 
-	// Streamed: the chunks before the first that carries an answer, and
-	// the last two chunks but the usage (the content filter's verdict is
-	// on the one that tripped it, the last or the one before the finish).
-	held       []aoai.Chunk
+	// Streamed: the chunks' data before the first that carries an answer,
+	// and the last two chunks' but the usage (the content filter's verdict
+	// is on the one that tripped it, the last or the one before the
+	// finish).
+	held       []string
 	last, prev string
 }
 
@@ -45,7 +46,7 @@ func (a *openAIAnswer) whole(req *aoai.Request) {
 		case c.ToolCalls:
 			a.answer.Add(c.Data)
 		default:
-			a.answer.AddRead(openaiwire.Read{Text: c.Text, Refusal: c.Refusal, Finish: c.Finish, Annotations: openaiwire.Annotations(c.Annotations)})
+			a.answer.AddRead(&openaiwire.Read{Text: c.Text, Refusal: c.Refusal, Finish: c.Finish, Annotations: openaiwire.Annotations(c.Annotations)})
 		}
 	}
 }
@@ -64,11 +65,11 @@ func (a *openAIAnswer) body(_ context.Context, resp *aoai.Response) []byte {
 }
 
 func (a *openAIAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {
-	a.held = []aoai.Chunk{}
+	a.held = []string{}
 	// A chunk's text goes to the tally (OnDelta) after the chunk (OnChunk):
 	// a chunk the caller did not take marks it, and every later one, undelivered.
-	send := func(c aoai.Chunk) {
-		if !es.chunk(c.Data) {
+	send := func(data string) {
+		if !es.chunk(data) {
 			rec.tally.undelivered()
 		}
 	}
@@ -79,20 +80,20 @@ func (a *openAIAnswer) streamed(req *aoai.Request, es *eventStream, rec *record)
 		switch {
 		case c.Usage && !a.includeUsage:
 		case a.held != nil && c.Text == "" && !c.ToolCalls && !c.Usage:
-			a.held = append(a.held, c)
+			a.held = append(a.held, c.Data)
 		default:
 			for _, h := range a.held {
 				send(h)
 			}
 			a.held = nil
-			send(c)
+			send(c.Data)
 		}
 	}
 }
 
 func (a *openAIAnswer) done(_ context.Context, es *eventStream, _ *aoai.Response) {
 	for _, h := range a.held {
-		es.chunk(h.Data)
+		es.chunk(h)
 	}
 	es.frame(openaiwire.Done)
 }

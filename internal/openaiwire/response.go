@@ -121,7 +121,7 @@ type Annotations struct {
 
 // AddRead adds a chunk by what package aoai read of it. A chunk that
 // carries a tool call must go to Add; the usage chunk to SetUsage.
-func (a *Assembler) AddRead(r Read) {
+func (a *Assembler) AddRead(r *Read) {
 	n := &r.Annotations
 	if a.c.ID == "" && len(n.ID) > 0 {
 		a.head(n)
@@ -149,25 +149,35 @@ func (a *Assembler) AddRead(r Read) {
 
 // head takes the completion's id, created, model and system fingerprint
 // from a chunk that has an id (Azure's first chunk, of the prompt's
-// filter results, has "").
+// filter results, has ""). Package aoai has read each value as JSON, so
+// each is only looked at, not decoded again.
 func (a *Assembler) head(n *Annotations) {
-	var id, model string
-	if json.Unmarshal(n.ID, &id, lenient) != nil || id == "" {
+	id, ok := unquote(n.ID)
+	if !ok || id == "" {
 		return
 	}
 	a.c.ID = id
-	if json.Unmarshal(n.Model, &model, lenient) == nil {
+	if model, ok := unquote(n.Model); ok {
 		a.c.Model = model
 	}
-	if len(n.Created) > 0 {
-		_ = json.Unmarshal(n.Created, &a.c.Created, lenient)
+	if created, err := strconv.ParseInt(string(n.Created), 10, 64); err == nil {
+		a.c.Created = created
 	}
-	if len(n.SystemFingerprint) > 0 {
-		var fp *string
-		if json.Unmarshal(n.SystemFingerprint, &fp, lenient) == nil {
-			a.c.SystemFingerprint = fp
-		}
+	if fp, ok := unquote(n.SystemFingerprint); ok {
+		a.c.SystemFingerprint = &fp
 	}
+}
+
+// unquote is the string a JSON value read by package aoai holds; ok is
+// false for any other kind. Invalid UTF-8, which aoai lets through, comes
+// out as U+FFFD, as decoding it would.
+func unquote(v jsontext.Value) (s string, ok bool) {
+	if v.Kind() != '"' {
+		return "", false
+	}
+	var buf [64]byte // Azure's ids, model names and fingerprints fit
+	u, _ := jsontext.AppendUnquote(buf[:0], v)
+	return string(u), true
 }
 
 // SetUsage sets the completion's usage: Azure's count, which package aoai
@@ -268,7 +278,7 @@ func (a *Assembler) Completion(model string) Completion {
 // string's invalid UTF-8 (package aoai lets it through) is written as
 // U+FFFD.
 func (c Completion) Encode() ([]byte, error) {
-	b := make([]byte, 0, 256+len(c.PromptFilterResults)+c.size())
+	b := make([]byte, 0, c.size())
 	b = append(b, `{"id":`...)
 	b = appendString(b, c.ID)
 	b = append(b, `,"object":`...)
@@ -305,13 +315,23 @@ func (c Completion) Encode() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// size is about how long the choices' JSON is.
+// size is about how long c's JSON is, at least: the members' names and
+// numbers, and the strings and annotations they hold, so that Encode
+// writes it into one buffer.
 func (c Completion) size() int {
-	n := 0
+	n := 256 + len(c.ID) + len(c.Model) + len(c.PromptFilterResults)
+	if c.SystemFingerprint != nil {
+		n += len(*c.SystemFingerprint)
+	}
 	for _, ch := range c.Choices {
-		n += 128 + len(ch.ContentFilterResults)
-		if m := ch.Message.Content; m != nil {
-			n += len(*m) + len(*m)/8
+		n += 160 + len(ch.ContentFilterResults) + len(ch.Logprobs)
+		for _, s := range [...]*string{ch.Message.Content, ch.Message.Refusal} {
+			if s != nil {
+				n += len(*s) + len(*s)/8
+			}
+		}
+		for _, tc := range ch.Message.ToolCalls {
+			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*9/8
 		}
 	}
 	return n

@@ -59,7 +59,7 @@ func TestAssemblerAddRead(t *testing.T) {
 	for i, c := range textChunks {
 		whole.Add(c)
 		if i < len(reads) {
-			byRead.AddRead(reads[i])
+			byRead.AddRead(&reads[i])
 		}
 	}
 	byRead.SetUsage(openaiwire.Usage{PromptTokens: 9, CompletionTokens: 3, TotalTokens: 12})
