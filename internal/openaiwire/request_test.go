@@ -70,6 +70,14 @@ func TestDecodeMinimal(t *testing.T) {
 	assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi"}]}`, string(members), "only the messages")
 }
 
+func TestNullFieldGoesOnAsItCame(t *testing.T) {
+	req, err := openaiwire.DecodeChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":null}`))
+	require.NoError(t, err)
+	members, err := req.Upstream()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi"}],"stop":null}`, string(members))
+}
+
 func TestDecodeRefusals(t *testing.T) {
 	tests := []struct {
 		name, body, param, code string

@@ -22,18 +22,21 @@ type upstreamMessage struct {
 // taken, Azure's default), nor the members the upstream client writes
 // itself: model (the deployment), the token limit (bounded, under the name
 // the model takes), stream and stream_options (always a stream with its
-// usage).
+// usage). The values kept as they came (stop, response_format,
+// tool_choice) are left out only when absent: one the caller sent, null
+// or empty, goes on as it came, and leaving them out by their zero value
+// spares the encoder writing each one to see whether it is empty.
 type upstreamBody struct {
 	Messages          []upstreamMessage `json:"messages"`
 	Temperature       *float64          `json:"temperature,omitempty"`
 	TopP              *float64          `json:"top_p,omitempty"`
-	Stop              jsontext.Value    `json:"stop,omitempty"`
+	Stop              jsontext.Value    `json:"stop,omitzero"`
 	Seed              *int64            `json:"seed,omitempty"`
 	PresencePenalty   *float64          `json:"presence_penalty,omitempty"`
 	FrequencyPenalty  *float64          `json:"frequency_penalty,omitempty"`
-	ResponseFormat    jsontext.Value    `json:"response_format,omitempty"`
+	ResponseFormat    jsontext.Value    `json:"response_format,omitzero"`
 	Tools             []Tool            `json:"tools,omitempty"`
-	ToolChoice        jsontext.Value    `json:"tool_choice,omitempty"`
+	ToolChoice        jsontext.Value    `json:"tool_choice,omitzero"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
 	User              *string           `json:"user,omitempty"`
 	ReasoningEffort   *string           `json:"reasoning_effort,omitempty"`
