@@ -25,8 +25,8 @@ const nominalTPM = 1_000_000
 // holds estimates, not usage. It is not safe for concurrent use; Server
 // guards it.
 type limiter struct {
-	tpm     int  // the limit; nominalTPM when not enforced
-	enforce bool // false when Options.TPM is 0
+	tpm     int         // the limit; nominalTPM when not enforced
+	enforce bool        // false when Options.TPM is 0
 	entries []spend     // admitted estimates in the last rateWindow, oldest first
 	sum     int         // the tokens of entries, kept as they come and go
 	calls   []time.Time // admitted requests in the last callWindow, oldest first
