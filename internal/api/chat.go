@@ -63,7 +63,7 @@ func (s *server) readChat(w http.ResponseWriter, r *http.Request, ticket *admiss
 	if err != nil {
 		return nil, err
 	}
-	call.stream, call.long = wantsStream(r), s.LongAnswers != nil
+	call.stream = wantsStream(r)
 	call.out = timeboxAnswer{&call.fit}
 	return call, nil
 }
