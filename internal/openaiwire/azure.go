@@ -120,10 +120,9 @@ type Timeouts struct {
 	// Whole bounds the whole answer, a stream's last byte included:
 	// openai-go's request timeout (option.WithRequestTimeout) is a context
 	// timeout on the request that the response body keeps until it is
-	// closed (internal/requestconfig's bodyWithTimeout). Its
-	// X-Stainless-Timeout is told from openai-node's by X-Stainless-Lang
-	// "go"; any other SDK's X-Stainless-Timeout counts as a whole bound too,
-	// the safe reading.
+	// closed (internal/requestconfig's bodyWithTimeout). openai-node's
+	// X-Stainless-Timeout is told from it by X-Stainless-Lang "js" (First);
+	// any other SDK's counts as a whole bound, the safe reading.
 	Whole time.Duration
 	// First bounds the wait for the answer's headers: openai-node's timeout
 	// is a timer on fetch() that is cleared once the headers arrive (the
@@ -134,18 +133,6 @@ type Timeouts struct {
 	// read timeout bounds every wait for the next bytes (httpx's read
 	// timeout, applied to each read of the body).
 	Gap time.Duration
-}
-
-// Any reports whether an SDK sent a timeout.
-func (t Timeouts) Any() bool { return t.Whole > 0 || t.First > 0 }
-
-// Shortest is the shortest bound, 0 when there is none: an answer written
-// whole has to come within it.
-func (t Timeouts) Shortest() time.Duration {
-	if t.Whole > 0 && (t.First == 0 || t.Whole < t.First) {
-		return t.Whole
-	}
-	return t.First
 }
 
 // KeepAlive is how long a begun stream may stay silent: longest, or half
