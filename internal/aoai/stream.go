@@ -204,7 +204,7 @@ func readChunk[A annotation](d *chatDecoder, c *chatChunk[A], data string) (stri
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		var eb errorBody
-		_ = json.Unmarshal([]byte(data), &eb)
+		_ = json.Unmarshal(d.buf, &eb)
 		return "", false, fmt.Errorf("upstream error event (code %q)", eb.code())
 	}
 	if c.Usage != nil {
