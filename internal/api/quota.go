@@ -108,7 +108,7 @@ func (s *server) settleQuota(next http.Handler) http.Handler {
 		if rec.code == codeClientGone {
 			status = statusClientGone
 		}
-		s.settle(r.Context(), rec, status)
+		s.settle(r.Context(), rec, rec.billed(status))
 	})
 }
 
@@ -117,16 +117,20 @@ func (s *server) settleQuota(next http.Handler) http.Handler {
 // (the store's read-your-writes), for the time of one settlement.
 func (s *server) settleAnswered(ctx context.Context) {
 	if rec := recordFrom(ctx); rec.reservation != nil && rec.quota == quotaReserved {
-		s.settle(ctx, rec, http.StatusOK)
+		s.settle(ctx, rec, rec.billed(http.StatusOK))
 	}
 }
 
-// settle charges rec's reservation what the request was billed.
-func (s *server) settle(ctx context.Context, rec *record, status int) {
+// billed is what the request was billed, as its log line reports it,
+// answered with status.
+func (rec *record) billed(status int) quota.Billed {
+	return quota.Billed{Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status}
+}
+
+// settle charges rec's reservation b and says so on the log line.
+func (s *server) settle(ctx context.Context, rec *record, b quota.Billed) {
 	start := time.Now()
-	err := s.Quota.Settle(ctx, rec.reservation, quota.Billed{
-		Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
-	})
+	err := s.Quota.Settle(ctx, rec.reservation, b)
 	rec.since("quotaSettle", start)
 	if err != nil {
 		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
@@ -193,14 +197,7 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 		Unreported: res.Usage.TotalTokens == 0, Seen: quota.Seen{Tokens: rec.hopTokens, Whole: whole},
 		RanUnseen: res.Unwatched, Status: status, ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
 	}
-	start := time.Now()
-	err := s.Quota.Settle(ctx, rec.reservation, billed)
-	rec.since("quotaSettle", start)
-	if err != nil {
-		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
-		return
-	}
-	rec.quota = quotaSettled
+	s.settle(ctx, rec, billed)
 }
 
 // chargeHop charges a long answer's hop that handed out a cursor what it
