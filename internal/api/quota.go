@@ -23,7 +23,8 @@ type Quota interface {
 	Usage(ctx context.Context, oid, tid string) (quota.Usage, error)
 }
 
-// What the log line's quota field says of a request.
+// What the log line's quota field says of a request. A request reserved
+// or held has its hold in its record's reservation.
 const (
 	quotaReserved    = "reserved"    // held; not settled (yet)
 	quotaHeld        = "held"        // a long answer's hold, kept for the hop that sees its generation end
@@ -100,7 +101,7 @@ func (s *server) settleQuota(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
 		rec := recordFrom(r.Context())
-		if rec.reservation == nil || rec.quota != quotaReserved {
+		if rec.quota != quotaReserved {
 			return
 		}
 		sendWhole(w)
@@ -116,7 +117,7 @@ func (s *server) settleQuota(next http.Handler) http.Handler {
 // that reads GET /api/usage when the answer arrives then finds it counted
 // (the store's read-your-writes), for the time of one settlement.
 func (s *server) settleAnswered(ctx context.Context) {
-	if rec := recordFrom(ctx); rec.reservation != nil && rec.quota == quotaReserved {
+	if rec := recordFrom(ctx); rec.quota == quotaReserved {
 		s.settle(ctx, rec, rec.billed(http.StatusOK))
 	}
 }
@@ -149,7 +150,7 @@ const quotaRefKey = "timebox_quota"
 // quotaMetadata is what a long answer's response is created with for its
 // quota: its reservation's ref; nil without one.
 func quotaMetadata(ctx context.Context) map[string]string {
-	if rec := recordFrom(ctx); rec.reservation != nil && rec.quota == quotaReserved {
+	if rec := recordFrom(ctx); rec.quota == quotaReserved {
 		return map[string]string{quotaRefKey: rec.reservation.Ref()}
 	}
 	return nil
@@ -181,7 +182,7 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 		rec.quota, rec.reservation = quotaReserved, r
 	}
 	switch {
-	case rec.reservation == nil || rec.quota != quotaReserved:
+	case rec.quota != quotaReserved:
 		return
 	case res.Next != nil:
 		rec.quota = quotaHeld
@@ -211,7 +212,7 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 // charges nothing twice); one that fails leaves the hold for the end.
 func (s *server) chargeHop(ctx context.Context, res *longanswer.Result, whole bool) {
 	rec := recordFrom(ctx)
-	if rec.quota != quotaHeld || res == nil || res.Next == nil {
+	if rec.quota != quotaHeld { // settleHop saw res hand out a cursor
 		return
 	}
 	start := time.Now()
