@@ -143,31 +143,31 @@ type ledger struct {
 
 // update is one write of a reservation, given its ledger row as read at
 // now: what the reservation is charged in all (capped at what it held),
-// what the ledger row gains, and whether the rest of the hold is released;
-// skip when there is nothing to write.
-type update func(l *ledger, now time.Time) (total int64, row map[string]any, release, skip bool)
+// what the ledger row gains (nil: there is nothing to write), and whether
+// the rest of the hold is released.
+type update func(l *ledger, now time.Time) (total int64, row map[string]any, release bool)
 
 func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
-	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool, bool) {
-		return b.charge(l, now), settledRow(b, l, now), true, false
+	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool) {
+		return b.charge(l, now), settledRow(b, l, now), true
 	})
 }
 
 func (s *Store) chargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
-	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool, bool) {
+	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool) {
 		received := seen.through(l.received)
 		if l.hop >= hop || l.prompt+received < l.charged {
 			// This hop, or a later one, was charged already (a retried
 			// continue, on this instance or another), or the whole hold
 			// was, when it lapsed.
-			return 0, nil, false, true
+			return 0, nil, false
 		}
 		row := map[string]any{
 			"ChargedHop": int32(hop),
 			"Received":   aztables.EDMInt64(received),
 			"ReceivedAt": aztables.EDMDateTime(now.UTC()),
 		}
-		return l.prompt + received, row, false, false
+		return l.prompt + received, row, false
 	})
 }
 
@@ -208,8 +208,8 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 			// Its hold was charged whole when it lapsed.
 			l.charged = res.Tokens
 		}
-		total, row, releaseAll, skip := u(&l, now)
-		if skip {
+		total, row, releaseAll := u(&l, now)
+		if row == nil {
 			return nil
 		}
 		// delta is what this write charges: less than nothing when the
