@@ -67,8 +67,8 @@ func (c *counter) held(now time.Time) int64 {
 }
 
 // lapse charges the holds charged on lapse that have lapsed at now: they
-// move to the settled tokens, and the next write drops them. Every
-// reading of a counter calls it, with the time its decisions are made at.
+// move to the settled tokens, and the next write drops them. read calls
+// it, with the time the decisions on the counter are made at.
 func (c *counter) lapse(now time.Time) {
 	for name, v := range c.holds {
 		if chargedOnLapse(name) && !holdLive(name, now) {

@@ -37,12 +37,9 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 	}
 	defer release()
 	for attempt := 0; ; attempt++ {
-		if err := s.read(ctx, res.partition, counters, nil); err != nil {
+		now, err := s.read(ctx, res.partition, counters, nil)
+		if err != nil {
 			return nil, err
-		}
-		now := s.now()
-		for _, c := range counters {
-			c.lapse(now)
 		}
 		completion, err := s.fit(counters, req, now)
 		if err != nil {
@@ -189,7 +186,8 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 	defer release()
 	for attempt := 0; ; attempt++ {
 		var l ledger
-		if err := s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l}); err != nil {
+		now, err := s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l})
+		if err != nil {
 			return err
 		}
 		switch {
@@ -198,10 +196,6 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 			return errUnknownReservation
 		case l.state == stateSettled:
 			return nil
-		}
-		now := s.now()
-		for _, c := range counters {
-			c.lapse(now)
 		}
 		live := holdLive(res.hold, now)
 		if !live && chargedOnLapse(res.hold) {
@@ -245,7 +239,7 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 		row["Charged"] = aztables.EDMInt64(l.charged + charged)
 		etag := l.etag
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, row)})
-		err := s.submit(ctx, actions)
+		err = s.submit(ctx, actions)
 		var c *conflict
 		switch {
 		case err == nil:
@@ -294,13 +288,13 @@ func (s *Store) sizeOf(row string) int64 {
 func (s *Store) usage(ctx context.Context, oid, tid string) (Usage, error) {
 	now := s.now()
 	counters := s.counters(oid, now)
-	if err := s.read(ctx, partitionKey(tid, now), counters, nil); err != nil {
+	at, err := s.read(ctx, partitionKey(tid, now), counters, nil)
+	if err != nil {
 		return Usage{}, err
 	}
 	var u Usage
 	for _, c := range counters {
-		c.lapse(now)
-		w := &Window{Used: c.used, Reserved: c.held(now), Limit: c.size, ResetsAt: c.reset}
+		w := &Window{Used: c.used, Reserved: c.held(at), Limit: c.size, ResetsAt: c.reset}
 		if c.limit == UserDay {
 			u.UserDay = w
 		} else {
@@ -317,18 +311,27 @@ type ledgerRead struct {
 }
 
 // read fills counters (and l) from their rows, all at once: one round trip
-// of time. A row not there is a window nothing was counted in yet. A
-// missing table is created first on a loopback store (Azurite; in Azure
-// the deployment template creates it).
-func (s *Store) read(ctx context.Context, partition string, counters []*counter, l *ledgerRead) error {
+// of time, and returns the time they are read at, the time of the
+// decisions made on them; the counters' lapsed holds charged on lapse are
+// charged as of then (counter.lapse). A row not there is a window nothing
+// was counted in yet. A missing table is created first on a loopback store
+// (Azurite; in Azure the deployment template creates it).
+func (s *Store) read(ctx context.Context, partition string, counters []*counter, l *ledgerRead) (time.Time, error) {
 	err := s.readOnce(ctx, partition, counters, l)
 	if s.local && isCode(err, aztables.TableNotFound) {
 		if err := s.createTable(ctx); err != nil {
-			return err
+			return time.Time{}, err
 		}
 		err = s.readOnce(ctx, partition, counters, l)
 	}
-	return err
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.now()
+	for _, c := range counters {
+		c.lapse(now)
+	}
+	return now, nil
 }
 
 func (s *Store) readOnce(ctx context.Context, partition string, counters []*counter, l *ledgerRead) error {
