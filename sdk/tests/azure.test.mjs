@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { AzureOpenAI } from 'openai';
 
 import { ENTRA, startStack } from '../../e2e/harness.mjs';
-import { assertMidStreamCut, countedCalls } from './counted.mjs';
+import { assertDeadline, assertFast503Retried, assertLong429Surfaced, assertMidStreamCut, assertToolCall } from './counted.mjs';
 
 let stack;
 let token;
@@ -58,41 +58,16 @@ test('an API key is never accepted from a caller: 401, not retried, nothing upst
   assert.equal(stack.upstreamLog(simFrom).length, 0);
 });
 
-// The cases node.test.mjs runs with OpenAI, with AzureOpenAI: the retry
+// The cases of every Node client (counted.mjs), with AzureOpenAI: the retry
 // rule reaches an Azure client the same way (x-should-retry).
 const ask = (content, extra) => azure({ azureADTokenProvider: async () => token }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], ...extra });
 
-test('AzureOpenAI: a tool call', async () => {
-  const { result: res } = await countedCalls(stack, () => ask('What is the weather in Paris?', {
-    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }],
-  }));
-  assert.equal(res.choices[0].finish_reason, 'tool_calls');
-  assert.equal(res.choices[0].message.tool_calls[0].function.name, 'get_weather');
-  assert.deepEqual(JSON.parse(res.choices[0].message.tool_calls[0].function.arguments), { question: 'What is the weather in Paris?' });
-});
+test('AzureOpenAI: a tool call', () => assertToolCall(stack, ask));
 
-test('AzureOpenAI: the deadline is one upstream call, the error carries timebox\'s message and code', async () => {
-  const { error, upstream, log } = await countedCalls(stack, () => ask('[[sim:hang]] hi'));
-  assert.ok(error instanceof AzureOpenAI.InternalServerError, `a 500, got ${error}`);
-  assert.equal(error.code, 'deadline_exceeded');
-  assert.match(error.message, /did not answer in time/);
-  assert.equal(error.headers.get('x-should-retry'), 'false');
-  assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
-  assert.equal(log.length, 1);
-});
+test('AzureOpenAI: the deadline is one upstream call, the error carries timebox\'s message and code', () => assertDeadline(stack, ask));
 
-test('AzureOpenAI: a fast 503 is retried by the SDK, then answered: two upstream calls', async () => {
-  const { result, upstream } = await countedCalls(stack, () => ask('[[sim:status code=503 times=1 id=azure-503]] Count to 3.'), { requests: 2, upstream: 2 });
-  assert.equal(result.choices[0].message.content, '1, 2, 3.');
-  assert.deepEqual(upstream.map((u) => u.status), [503, 200]);
-});
+test('AzureOpenAI: a fast 503 is retried by the SDK, then answered: two upstream calls', () => assertFast503Retried(stack, ask, 'azure-503'));
 
-test('AzureOpenAI: a 429 whose wait does not fit is surfaced at once: one upstream call', async () => {
-  const { error, upstream } = await countedCalls(stack, () => ask('[[sim:throttle s=20 times=1 id=azure-429]] hi'));
-  assert.ok(error instanceof AzureOpenAI.RateLimitError, `a 429, got ${error}`);
-  assert.equal(error.code, 'rate_limited');
-  assert.equal(error.headers.get('x-should-retry'), 'false');
-  assert.equal(upstream.length, 1);
-});
+test('AzureOpenAI: a 429 whose wait does not fit is surfaced at once: one upstream call', () => assertLong429Surfaced(stack, ask, 'azure-429'));
 
-test('AzureOpenAI: a mid-stream cut is raised as an error, after the text so far', () => assertMidStreamCut(stack, (content) => ask(content, { stream: true })));
+test('AzureOpenAI: a mid-stream cut is raised as an error, after the text so far', () => assertMidStreamCut(stack, ask));

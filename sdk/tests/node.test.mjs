@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
 import { startStack } from '../../e2e/harness.mjs';
-import { assertMidStreamCut, countedCalls } from './counted.mjs';
+import { assertDeadline, assertFast503Retried, assertLong429Surfaced, assertMidStreamCut, assertToolCall, countedCalls, TOOLS, WEATHER } from './counted.mjs';
 
 let stack;
 let client;
@@ -23,9 +23,10 @@ after(async () => {
 });
 
 const counted = (fn, want) => countedCalls(stack, fn, want);
+const ask = (content, extra) => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], ...extra });
 
 test('an answer', async () => {
-  const { result, upstream, log } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 5.' }] }));
+  const { result, upstream, log } = await counted(() => ask('Count to 5.'));
   assert.equal(result.object, 'chat.completion');
   assert.equal(result.choices[0].message.content, '1, 2, 3, 4, 5.');
   assert.equal(result.choices[0].finish_reason, 'stop');
@@ -36,7 +37,7 @@ test('an answer', async () => {
 
 test('a stream', async () => {
   const { result, upstream } = await counted(async () => {
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Count to 20.' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await ask('Count to 20.', { stream: true, stream_options: { include_usage: true } });
     let text = '';
     let usage;
     let chunks = 0;
@@ -54,24 +55,18 @@ test('a stream', async () => {
 });
 
 test('a tool call, and its result answered', async () => {
-  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city.', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }];
-  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
-  const { result: first, error } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools }));
-  assert.equal(error, undefined);
-  const call = first.choices[0].message.tool_calls?.[0];
-  assert.equal(first.choices[0].finish_reason, 'tool_calls');
-  assert.equal(call?.function.name, 'get_weather');
-  assert.deepEqual(JSON.parse(call.function.arguments), { question: 'What is the weather in Paris?' });
+  const first = await assertToolCall(stack, ask);
+  const call = first.choices[0].message.tool_calls[0];
 
   // The SDK's own round trip: the answer's message back as it came, then the tool's result.
-  messages.push(first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'Sunny, 21 °C.' });
-  const { result: second } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools }));
+  const messages = [{ role: 'user', content: WEATHER }, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'Sunny, 21 °C.' }];
+  const { result: second } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: TOOLS }));
   assert.equal(second.choices[0].finish_reason, 'stop');
   assert.ok(second.choices[0].message.content.length > 0);
 
   // Streamed, the call's pieces pass through as delta.tool_calls.
   const { result: streamed } = await counted(async () => {
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: messages.slice(0, 1), tools, stream: true });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: messages.slice(0, 1), tools: TOOLS, stream: true });
     let args = '';
     let name = '';
     let finish;
@@ -85,20 +80,11 @@ test('a tool call, and its result answered', async () => {
     return { name, args, finish };
   });
   assert.equal(streamed.name, 'get_weather');
-  assert.deepEqual(JSON.parse(streamed.args), { question: 'What is the weather in Paris?' });
+  assert.deepEqual(JSON.parse(streamed.args), { question: WEATHER });
   assert.equal(streamed.finish, 'tool_calls');
 });
 
-test('the deadline: one upstream call, and the SDK error carries timebox\'s message and code', async () => {
-  const { error, upstream, log } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:hang]] hi' }] }));
-  assert.ok(error instanceof OpenAI.InternalServerError, `a 500, got ${error}`);
-  assert.equal(error.status, 500);
-  assert.equal(error.code, 'deadline_exceeded');
-  assert.match(error.message, /did not answer in time/);
-  assert.equal(error.headers.get('x-should-retry'), 'false');
-  assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
-  assert.equal(log.length, 1);
-});
+test('the deadline: one upstream call, and the SDK error carries timebox\'s message and code', () => assertDeadline(stack, ask));
 
 test('a stream runs past the SDK\'s timeout once begun: the timeout ends with the headers', async () => {
   // timeout 3000 (the least counted, sent as X-Stainless-Timeout: 3); counting to 100 at 10 ms a token takes longer.
@@ -123,28 +109,11 @@ test('a stream whose first frame is late: the deadline\'s 500 before the SDK\'s 
   assert.equal(upstream.length, 1, 'the SDK did not retry the deadline');
 });
 
-test('a fast 503 is retried by the SDK, then answered: two upstream calls', async () => {
-  const { result, upstream, log } = await counted(
-    () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:status code=503 times=1 id=node-503]] Count to 3.' }] }),
-    { requests: 2, upstream: 2 },
-  );
-  assert.equal(result.choices[0].message.content, '1, 2, 3.');
-  assert.deepEqual(upstream.map((u) => u.status), [503, 200]);
-  assert.deepEqual(log.map((l) => l.status), [503, 200]);
-});
+test('a fast 503 is retried by the SDK, then answered: two upstream calls', () => assertFast503Retried(stack, ask, 'node-503'));
 
-test('a 429 whose wait does not fit is surfaced at once: one upstream call', async () => {
-  const { error, upstream } = await counted(() => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:throttle s=20 times=1 id=node-429]] hi' }] }));
-  assert.ok(error instanceof OpenAI.RateLimitError, `a 429, got ${error}`);
-  assert.equal(error.code, 'rate_limited');
-  assert.equal(error.headers.get('x-should-retry'), 'false');
-  assert.equal(error.headers.get('retry-after'), '20');
-  assert.equal(upstream.length, 1);
-});
+test('a 429 whose wait does not fit is surfaced at once: one upstream call', () => assertLong429Surfaced(stack, ask, 'node-429'));
 
-test('a mid-stream cut is raised by the SDK as an error, after the text so far', () => assertMidStreamCut(stack, (content) => (
-  client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], stream: true })
-)));
+test('a mid-stream cut is raised by the SDK as an error, after the text so far', () => assertMidStreamCut(stack, ask));
 
 test('a model this service does not serve is 404 model_not_found, with no upstream call', async () => {
   const simFrom = stack.simulator.lines.length;
@@ -157,7 +126,7 @@ test('a model this service does not serve is 404 model_not_found, with no upstre
 });
 
 test('an unknown parameter is refused as OpenAI refuses it', async () => {
-  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], logprobs: true }), (err) => {
+  await assert.rejects(ask('hi', { logprobs: true }), (err) => {
     assert.ok(err instanceof OpenAI.BadRequestError);
     assert.equal(err.code, 'unknown_parameter');
     assert.equal(err.param, 'logprobs');
