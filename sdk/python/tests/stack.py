@@ -175,7 +175,7 @@ class Stack:
         """The handler's request lines and the simulator's upstream lines since mark, once there are at least
         requests and upstream of them (a cancelled upstream call is logged when the simulator sees the
         cancellation, after the answer), and all that were written by the last request line."""
-        log = self.handler.wait_records("request", requests, mark[0])
+        self.handler.wait_records("request", requests, mark[0])
         up = self.simulator.wait_records("aoai request", upstream, mark[1])
         return self.handler.records("request", mark[0]), up
 

@@ -296,6 +296,5 @@ class AzureClient(Surface, unittest.TestCase):
         self.assertEqual(c.upstream, [])
 
 
-
 if __name__ == "__main__":
     unittest.main()
