@@ -339,14 +339,14 @@ func (ex *exchange) deleteResponse(id string) {
 	ex.writeJSON(http.StatusOK, deletedResponse{ID: id, Object: "response.deleted", Deleted: true})
 }
 
-// streamEvents sends g's events after sequence number after, as they come,
-// until the response ends or the client goes away; with cut 0 or more, it
-// drops the connection before the text delta after the first cut. A
-// client that goes away stops the response only when it is not in
-// background mode (its context is the request's).
 // textDelta marks an event of text.
 var textDelta = []byte(`"response.output_text.delta"`)
 
+// streamEvents sends g's events after sequence number after, as they come,
+// until the response ends or the client goes away; with cut 0 or more, it
+// drops the connection after cut text deltas, before the next. A client
+// that goes away stops the response only when it is not in background
+// mode (its context is the request's).
 func (ex *exchange) streamEvents(g *generation, after int, v verdict, cut int) {
 	ex.successHeaders(v, "text/event-stream")
 	ex.rec.Status = http.StatusOK
