@@ -219,3 +219,26 @@ func TestResponsesRefuseWhatOverrunsTheWindow(t *testing.T) {
 		assert.Equal(t, "input", e.Error.Param)
 	})
 }
+
+// A reset with tokens=N drops a streamed create after N pieces of text,
+// without its end; the generation, in background mode, runs on to the end.
+func TestResponsesResetCutsTheStreamNotTheGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, hc := simOf(t, aoaitest.Options{})
+		status, body := rcall(context.Background(), t, hc, http.MethodPost, "/openai/v1/responses", create(t, count100+" [[sim:reset tokens=3]]"))
+		require.Equal(t, http.StatusOK, status)
+		evs := readEvents(t, strings.NewReader(body))
+		texts := 0
+		for _, ev := range evs {
+			if ev.Name == "response.output_text.delta" {
+				texts++
+			}
+		}
+		assert.Equal(t, 3, texts, "the stream's pieces of text before the drop")
+		assert.NotContains(t, typesOf(t, evs), "response.completed")
+		synctest.Wait()
+		info, ok := sim.Generation(firstID(t, body))
+		require.True(t, ok)
+		assert.Equal(t, "completed", info.Status)
+	})
+}
