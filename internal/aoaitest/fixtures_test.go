@@ -213,6 +213,18 @@ func errorMessage(t *testing.T, b []byte) string {
 	return e.Error.Message
 }
 
+// errorParam is an error body's param: the request field at fault.
+func errorParam(t *testing.T, b []byte) string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Param string `json:"param"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(b, &e))
+	return e.Error.Param
+}
+
 // sseData splits an event stream into its data payloads.
 func sseData(t *testing.T, r io.Reader) []string {
 	t.Helper()
@@ -477,6 +489,7 @@ func TestFixtureContextLengthExceeded(t *testing.T) {
 			assert.Equal(t, v.Status, resp.StatusCode)
 			if v.Body != nil {
 				assertSameShape(t, v.Body, body)
+				assert.Equal(t, errorParam(t, v.Body), errorParam(t, body), "the request field Azure names")
 			}
 			msg := errorMessage(t, body)
 			want := v.Message
