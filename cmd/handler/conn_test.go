@@ -270,11 +270,9 @@ func TestShutdownEndsWithEveryRequestAnswered(t *testing.T) {
 	require.NoError(t, err)
 
 	r.cancel() // SIGTERM
-	ended := make(chan error, 1)
-	go func() { ended <- r.wait() }()
 	select {
-	case err := <-ended:
-		require.NoError(t, err, "run returns nil: the process exits 0")
+	case <-r.done:
+		require.NoError(t, r.err, "run returns nil: the process exits 0")
 	case <-time.After(time.Until(stalledAt.Add(budget + time.Second))):
 		t.Fatal("run did not return within the longest budget in flight plus a second")
 	}

@@ -151,13 +151,13 @@ func TestRunWarnsAtStartUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start, logs := startHandler(t, map[string]string{
+			r := startHandler(t, map[string]string{
 				"AZURE_OPENAI_ENDPOINT": tt.endpoint, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini", "AZURE_OPENAI_API_KEY": "k",
-			})
+			}, nil)
 			for k, v := range tt.start {
-				assert.Equal(t, v, start[k], k)
+				assert.Equal(t, v, r.start[k], k)
 			}
-			next := <-logs
+			next := <-r.logs
 			assert.Equal(t, "WARN", next["level"])
 			assert.Contains(t, next["msg"], tt.warning)
 		})

@@ -24,24 +24,24 @@ func TestRunSaysAtStartUpThatItCannotSignIn(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	upstream := httptest.NewServer(aoaitest.New(aoaitest.Options{AcceptBearer: true, Deployments: []string{"gpt-4o-mini"}}))
 	defer upstream.Close()
-	start, logs := startHandler(t, map[string]string{
+	r := startHandler(t, map[string]string{
 		"AZURE_OPENAI_ENDPOINT": upstream.URL, "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
-	})
+	}, nil)
 
-	warn := waitForLog(t, logs, "cannot sign in to Azure OpenAI")
+	warn := waitForLog(t, r.logs, "cannot sign in to Azure OpenAI")
 	assert.Equal(t, "WARN", warn["level"])
 	assert.Contains(t, warn["msg"], "az login")
 	assert.Contains(t, warn["msg"], "AZURE_OPENAI_API_KEY")
 	assert.Contains(t, warn["error"], "AzureCLICredential", "the cause, as azidentity names it")
 
-	resp, err := http.Post("http://"+start["addr"].(string)+"/api/chat", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.Post("http://"+r.addr+"/api/chat", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	assert.Equal(t, "false", resp.Header.Get("x-should-retry"))
 	assert.Contains(t, string(body), `"upstream_auth_unavailable"`)
-	line := waitForLog(t, logs, "request")
+	line := waitForLog(t, r.logs, "request")
 	assert.Equal(t, "upstream_auth_unavailable", line["code"], "the question's own line has it; the start-up warning is not repeated")
 }
 
@@ -60,16 +60,16 @@ func TestRunIsReadyWhileTheSignInWaits(t *testing.T) {
 	t.Cleanup(identity.Close) // after the handler's shutdown, which ends the token request
 	t.Setenv("IDENTITY_ENDPOINT", identity.URL+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", "secret")
-	start, _ := startHandler(t, map[string]string{
+	r := startHandler(t, map[string]string{
 		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
 		"IDENTITY_ENDPOINT": identity.URL + "/msi/token",
-	})
+	}, nil)
 	<-asked // the sign-in is under way
 
 	// An upper bound only: the readiness ping is answered while the token
 	// request waits (a real socket, so a bound and not a fake clock).
 	hc := &http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get("http://" + start["addr"].(string) + "/")
+	resp, err := hc.Get("http://" + r.addr + "/")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)

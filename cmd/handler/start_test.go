@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +19,60 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 )
 
-// The tests start the real run on real sockets in one of two ways:
-// startRun, over a simulator of its own, for tests of requests (it hands
-// over the request lines of the log); startHandler, with only the settings
-// given, for tests of what run says as it starts (it hands over every line).
+// The tests start the real run on real sockets through startHandler, with
+// the settings given, which hands over the log lines after the start-up
+// line; startRun is startHandler over a simulator of its own, for tests of
+// requests, and hands over only the request lines.
 
-// running is the real run on a real socket, against the simulator.
+// running is the real run on a real socket.
 type running struct {
 	addr     string
 	start    map[string]any      // the start-up ("listening") line
-	upstream chan struct{}       // a request reached the simulator
-	logs     chan map[string]any // the request lines, in order
+	upstream chan struct{}       // startRun: a request reached the simulator
+	logs     chan map[string]any // the lines after the start-up line that were kept, in order
 	cancel   context.CancelFunc  // what SIGTERM does (main's signal.NotifyContext)
-	done     chan error          // run's result, read by wait
-	once     sync.Once
-	err      error
+	done     chan struct{}       // closed once run has returned
+	err      error               // run's result, once done is closed
+}
+
+// startHandler runs the binary's run on a free port with settings, and
+// waits until it listens. r.logs carries the lines after the start-up line
+// for which keep is true (every line when keep is nil); it is closed when
+// run's output ends.
+func startHandler(t *testing.T, settings map[string]string, keep func(line map[string]any) bool) *running {
+	t.Helper()
+	settings["FUNCTIONS_CUSTOMHANDLER_PORT"] = "0"
+	ctx, cancel := context.WithCancel(context.Background())
+	stdoutR, stdoutW := io.Pipe()
+	r := &running{logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
+		_ = stdoutW.Close()
+		close(r.done)
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	require.True(t, lines.Scan(), "run logs where it listens")
+	require.NoError(t, json.Unmarshal(lines.Bytes(), &r.start))
+	require.Equal(t, "listening", r.start["msg"])
+	r.addr = r.start["addr"].(string)
+	go func() {
+		defer close(r.logs)
+		for lines.Scan() {
+			var line map[string]any
+			if json.Unmarshal(lines.Bytes(), &line) == nil && (keep == nil || keep(line)) {
+				r.logs <- line
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, r.wait())
+	})
+	return r
 }
 
 // startRun starts run with env over a simulator and test defaults, and
-// waits until it listens.
+// waits until it listens; r.logs carries the request lines.
 func startRun(t *testing.T, env map[string]string) *running {
 	t.Helper()
 	upstream := make(chan struct{}, 100)
@@ -48,46 +83,20 @@ func startRun(t *testing.T, env map[string]string) *running {
 	}))
 	t.Cleanup(sim.Close)
 	settings := map[string]string{
-		"FUNCTIONS_CUSTOMHANDLER_PORT": "0",
-		"AZURE_OPENAI_ENDPOINT":        sim.URL,
-		"AZURE_OPENAI_DEPLOYMENT":      "gpt-4o-mini",
-		"AZURE_OPENAI_API_KEY":         "k",
-		"ALLOWED_ORIGINS":              "https://contoso.sharepoint.com",
+		"AZURE_OPENAI_ENDPOINT":   sim.URL,
+		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
+		"AZURE_OPENAI_API_KEY":    "k",
+		"ALLOWED_ORIGINS":         "https://contoso.sharepoint.com",
 	}
-	for k, v := range env {
-		settings[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	r := &running{upstream: upstream, logs: make(chan map[string]any, 100), cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		r.done <- run(ctx, nil, func(k string) string { return settings[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := bufio.NewScanner(stdoutR)
-	require.True(t, lines.Scan(), "run logs where it listens")
-	require.NoError(t, json.Unmarshal(lines.Bytes(), &r.start))
-	require.Equal(t, "listening", r.start["msg"])
-	r.addr = r.start["addr"].(string)
-	go func() {
-		for lines.Scan() {
-			var line map[string]any
-			if json.Unmarshal(lines.Bytes(), &line) == nil && line["msg"] == "request" {
-				r.logs <- line
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		_ = r.wait()
-	})
+	maps.Copy(settings, env)
+	r := startHandler(t, settings, func(line map[string]any) bool { return line["msg"] == "request" })
+	r.upstream = upstream
 	return r
 }
 
-// wait returns run's result once run has returned; a test that ends run
-// itself reads it here, and the cleanup after it reads the same result.
+// wait returns run's result once run has returned.
 func (r *running) wait() error {
-	r.once.Do(func() { r.err = <-r.done })
+	<-r.done
 	return r.err
 }
 
@@ -101,38 +110,6 @@ func (r *running) dial(t *testing.T, giveUp time.Duration) net.Conn {
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.SetDeadline(time.Now().Add(giveUp)))
 	return c
-}
-
-// startHandler runs the binary's run on a free port with env, and returns
-// its start-up ("listening") line and the log lines after it as they come.
-func startHandler(t *testing.T, env map[string]string) (start map[string]any, logs <-chan map[string]any) {
-	t.Helper()
-	env["FUNCTIONS_CUSTOMHANDLER_PORT"] = "0"
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, stdoutW, io.Discard)
-		_ = stdoutW.Close()
-	}()
-	lines := make(chan map[string]any, 64)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdoutR)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-errc)
-	})
-	first := <-lines
-	require.Equal(t, "listening", first["msg"])
-	return first, lines
 }
 
 // waitForLog returns the first log line whose msg contains text, failing
