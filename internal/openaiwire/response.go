@@ -50,12 +50,13 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// chunk is the part of a chat.completion.chunk an Assembler reads.
+// chunk is the part of a chat.completion.chunk an Assembler reads; its
+// annotations as Azure sent them, as package aoai hands them on.
 type chunk struct {
-	ID                  string         `json:"id"`
-	Created             int64          `json:"created"`
-	Model               string         `json:"model"`
-	SystemFingerprint   *string        `json:"system_fingerprint"`
+	ID                  jsontext.Value `json:"id"`
+	Created             jsontext.Value `json:"created"`
+	Model               jsontext.Value `json:"model"`
+	SystemFingerprint   jsontext.Value `json:"system_fingerprint"`
 	PromptFilterResults jsontext.Value `json:"prompt_filter_results"`
 	Choices             []struct {
 		Index int `json:"index"`
@@ -93,8 +94,6 @@ type Assembler struct {
 	c       Completion
 	text    strings.Builder
 	refusal strings.Builder
-	content bool // any content delta, even empty ""
-	refused bool
 	calls   []ToolCall
 	finish  string
 	filter  jsontext.Value
@@ -129,16 +128,8 @@ func (a *Assembler) AddRead(r *Read) {
 	if p := jsontext.Value(n.PromptFilterResults); len(p) > 0 && p.Kind() != 'n' {
 		a.c.PromptFilterResults = append(jsontext.Value(nil), p...)
 	}
-	if r.Text != "" {
-		// An answer with no text has content "" when it calls no tool
-		// (Completion), null when it does.
-		a.content = true
-		a.text.WriteString(r.Text)
-	}
-	if r.Refusal != "" {
-		a.refused = true
-		a.refusal.WriteString(r.Refusal)
-	}
+	a.text.WriteString(r.Text)
+	a.refusal.WriteString(r.Refusal)
 	if r.Finish != "" {
 		a.finish = r.Finish
 	}
@@ -184,9 +175,10 @@ func unquote(v jsontext.Value) (s string, ok bool) {
 // read from the stream's usage chunk.
 func (a *Assembler) SetUsage(u Usage) { a.c.Usage = &u }
 
-// Add reads one chunk (an event's data, "[DONE]" excluded). A chunk that
-// cannot be read is skipped: package aoai has read the same chunk and
-// fails the stream if it was broken.
+// Add reads one chunk (an event's data, "[DONE]" excluded) and adds it
+// as AddRead does, with its tool calls and usage. A chunk that cannot be
+// read is skipped: package aoai has read the same chunk and fails the
+// stream if it was broken.
 func (a *Assembler) Add(data string) {
 	a.ch = chunk{Choices: a.ch.Choices[:0]}
 	a.buf = append(a.buf[:0], data...)
@@ -194,37 +186,31 @@ func (a *Assembler) Add(data string) {
 		return
 	}
 	c := &a.ch
-	if a.c.ID == "" && c.ID != "" {
-		a.c.ID, a.c.Created, a.c.Model, a.c.SystemFingerprint = c.ID, c.Created, c.Model, c.SystemFingerprint
-	}
-	if len(c.PromptFilterResults) > 0 && c.PromptFilterResults.Kind() != 'n' {
-		a.c.PromptFilterResults = append(jsontext.Value(nil), c.PromptFilterResults...)
-	}
-	if c.Usage != nil {
-		a.SetUsage(*c.Usage)
-	}
+	r := Read{Annotations: Annotations{ID: c.ID, Created: c.Created, Model: c.Model, SystemFingerprint: c.SystemFingerprint,
+		PromptFilterResults: c.PromptFilterResults}}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // one choice is asked for (n = 1)
 		}
-		if d := ch.Delta.Content; d != nil {
-			a.content = true
-			a.text.WriteString(*d)
-		}
-		if d := ch.Delta.Refusal; d != nil {
-			a.refused = true
-			a.refusal.WriteString(*d)
-		}
-		for _, tc := range ch.Delta.ToolCalls {
+		d := &ch.Delta
+		r.Text, r.Refusal, r.Finish = deref(d.Content), deref(d.Refusal), deref(ch.FinishReason)
+		r.Annotations.FilterResults = ch.ContentFilterResults
+		for _, tc := range d.ToolCalls {
 			a.addCall(tc)
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			a.finish = *ch.FinishReason
-		}
-		if k := ch.ContentFilterResults.Kind(); k == '{' && len(ch.ContentFilterResults) > 2 {
-			a.filter = append(a.filter[:0], ch.ContentFilterResults...)
-		}
 	}
+	a.AddRead(&r)
+	if c.Usage != nil {
+		a.SetUsage(*c.Usage)
+	}
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // addCall adds a piece of a tool call: a new call at a new index, more
@@ -258,12 +244,14 @@ func (a *Assembler) Completion(model string) Completion {
 	if c.Created == 0 {
 		c.Created = time.Now().Unix()
 	}
+	// An answer with no text has content "" when it calls no tool, null
+	// when it does; a refusal is null unless there is one.
 	m := AnswerMessage{Role: "assistant", ToolCalls: a.calls}
-	if a.content || len(a.calls) == 0 {
+	if a.text.Len() > 0 || len(a.calls) == 0 {
 		s := a.text.String()
 		m.Content = &s
 	}
-	if a.refused {
+	if a.refusal.Len() > 0 {
 		s := a.refusal.String()
 		m.Refusal = &s
 	}

@@ -66,6 +66,38 @@ func TestAssemblerAddRead(t *testing.T) {
 	assert.Equal(t, whole.Completion("m"), byRead.Completion("m"))
 }
 
+// Content is null only for an answer that calls tools with no text, and
+// refusal only when there is none, whether the chunks came whole (Add) or
+// as package aoai read them (AddRead), an empty delta ("") included.
+func TestAssemblerNullContentAndRefusal(t *testing.T) {
+	var calls, empty, byRead openaiwire.Assembler
+	for _, c := range []string{
+		`{"choices":[{"delta":{"role":"assistant","content":"","refusal":""},"index":0}],"id":"chatcmpl-3","created":1,"model":"m"}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]},"index":0}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}]}`,
+	} {
+		calls.Add(c)
+	}
+	m := calls.Completion("m").Choices[0].Message
+	assert.Nil(t, m.Content, "a tool call's answer with no text")
+	assert.Nil(t, m.Refusal)
+	require.Len(t, m.ToolCalls, 1)
+
+	empty.Add(`{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":"stop","index":0}],"id":"chatcmpl-4","created":1,"model":"m"}`)
+	byRead.AddRead(&openaiwire.Read{Finish: "stop"})
+	for _, a := range []*openaiwire.Assembler{&empty, &byRead} {
+		m = a.Completion("m").Choices[0].Message
+		require.NotNil(t, m.Content, "an answer with no text and no tool call")
+		assert.Empty(t, *m.Content)
+		assert.Nil(t, m.Refusal)
+	}
+
+	byRead.AddRead(&openaiwire.Read{Refusal: "I can't help with that."})
+	m = byRead.Completion("m").Choices[0].Message
+	require.NotNil(t, m.Refusal)
+	assert.Equal(t, "I can't help with that.", *m.Refusal)
+}
+
 func TestAssemblerToolCalls(t *testing.T) {
 	var a openaiwire.Assembler
 	for _, c := range []string{
