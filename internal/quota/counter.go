@@ -93,14 +93,13 @@ func (s *Store) counters(oid string, now time.Time) []*counter {
 	return out
 }
 
-// entity is c's row as written at now: expired holds are left out.
+// entity is c's row as written at now, the time it was read at (read):
+// a lapsed hold is released by being left out, one charged on lapse
+// having been charged by then (lapse).
 func (c *counter) entity(partition string, now time.Time) []byte {
 	props := map[string]any{"Used": aztables.EDMInt64(c.used), "Limit": aztables.EDMInt64(c.size)}
 	for name, v := range c.holds {
-		// A lapsed hold is released by being left out; one charged on
-		// lapse that lapsed since it was read is charged at the next
-		// reading (lapse), so it is kept.
-		if v > 0 && (holdLive(name, now) || chargedOnLapse(name)) {
+		if v > 0 && holdLive(name, now) {
 			props[name] = aztables.EDMInt64(v)
 		}
 	}
