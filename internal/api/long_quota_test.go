@@ -262,34 +262,50 @@ func TestLongAnswerCancelBetweenHopsSettles(t *testing.T) {
 // A caller that leaves during a later hop has the generation cancelled,
 // and that hop settles it; so does the hop that reaches
 // LONG_ANSWER_LIMIT. Each watched the generation to its end: the charge
-// is the prompt and what the hops received, about what was generated.
+// is the prompt and what the hops received, about what was generated;
+// a caller that does not stream receives the answer whole so far in each
+// hop, which counts once.
 func TestLongAnswerCallerGoneOrLimitSettles(t *testing.T) {
 	az := azuritetest.Start(t)
 	for _, tt := range []struct {
 		name, outcome string
 		status        int
 		env           map[string]string
-		leave         bool
+		leave, whole  bool
 	}{
-		{"caller gone", "caller_gone", 499, nil, true},
-		{"limit", "limit", http.StatusInternalServerError, map[string]string{"LONG_ANSWER_LIMIT": "300s", "QUOTA_TABLE": "limit"}, false},
+		{"caller gone", "caller_gone", 499, nil, true, false},
+		{"limit", "limit", http.StatusInternalServerError, map[string]string{"LONG_ANSWER_LIMIT": "300s", "QUOTA_TABLE": "limit"}, false, false},
+		{"limit not streamed", "limit", http.StatusInternalServerError, map[string]string{"LONG_ANSWER_LIMIT": "300s", "QUOTA_TABLE": "limitwhole"}, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := longQuotaHarness(t, az, 10_000, tt.env)
-				ans := h.send(context.Background(), "/api/chat", ask(long600), true)
+				ans := h.send(context.Background(), "/api/chat", ask(long600), !tt.whole)
+				var c string
+				if tt.whole {
+					require.Equal(t, http.StatusAccepted, ans.resp.StatusCode, ans.events)
+					var p apiwire.InProgress
+					require.NoError(t, json.Unmarshal([]byte(ans.events[0].data), &p))
+					c = p.Cursor
+				} else {
+					c = continueOf(t, ans.last())
+				}
 				before := usageOf(t, h).User.Day
 				ctx, leave := context.WithCancel(context.Background())
 				defer leave()
 				if tt.leave {
 					time.AfterFunc(60*time.Second, leave)
 				}
-				h.send(ctx, "/api/chat/continue", cursorBody(continueOf(t, ans.last())), true)
+				h.send(ctx, "/api/chat/continue", cursorBody(c), !tt.whole)
 				info, _ := h.sim.Generation(h.responseID())
 				assert.Equal(t, "cancelled", info.Status)
 				lines := hopLines(h)
 				row := ledgerOf(t, az, tt.env["QUOTA_TABLE"], lines[0]["requestId"])
-				charged := num(t, row["CountedPrompt"]) + num(t, lines[0]["hopTokens"]) + num(t, lines[1]["hopTokens"])
+				received := num(t, lines[0]["hopTokens"]) + num(t, lines[1]["hopTokens"])
+				if tt.whole {
+					received = num(t, lines[1]["hopTokens"]) // hop 1's text too
+				}
+				charged := num(t, row["CountedPrompt"]) + received
 				day := usageOf(t, h).User.Day
 				assert.Equal(t, charged, day.Used, "the prompt and what the hops received")
 				wrote := num(t, row["CountedPrompt"]) + generated(t, h)
