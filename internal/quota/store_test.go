@@ -470,6 +470,25 @@ func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
 	assert.Equal(t, "630", ledgerRow(t, f, "hops")["Charged"])
 }
 
+// A long answer's hop charges and its settlement take from its own hold
+// only: another request's hold that lapses in the same 10 s (the same
+// property of the window's row) stays whole.
+func TestHopsReleaseOnlyTheirOwnHold(t *testing.T) {
+	f := setup(t, 10_000, 0)
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("long", 300, 1024))
+	require.NoError(t, err)
+	beside, err := s.Reserve(ctx, f.request("beside", 100, 100))
+	require.NoError(t, err)
+	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 500, Status: 200}))
+	u, err := s.Usage(ctx, "user-1", "tenant-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 800, u.UserDay.Used)
+	assert.Equal(t, beside.Tokens, u.UserDay.Reserved, "the other request's hold, whole")
+}
+
 // A generation whose usage Azure did not report (cancelled) is charged
 // what its hops saw: the prompt and the tokens received, plus, for the
 // time it ran unwatched since the last hop, its pace until then; never
