@@ -51,10 +51,11 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 		mu.Unlock()
 		a.Handler.ServeHTTP(w, r)
 	}))
-	args := []string{"ask", "--url", "http://app.test", question}
+	args := []string{"ask"}
 	if stream {
-		args = append(args[:1], append([]string{"--stream"}, args[1:]...)...)
+		args = append(args, "--stream")
 	}
+	args = append(args, "--url", "http://app.test", question)
 	var out, errOut bytes.Buffer
 	err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
 	require.NoError(t, err, errOut.String())
