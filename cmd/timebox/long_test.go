@@ -21,10 +21,11 @@ import (
 const long600 = "Count to 300, with a comma between each number, no newlines and a period at the end. [[sim:long s=600]]"
 
 // longAsk is what timebox ask did with a long answer: its stdout and
-// stderr, the simulator's text of the generation, and the paths it sent.
+// stderr, the simulator's text of the generation, the paths it sent and
+// the media type of each answer.
 type longAsk struct {
 	out, errOut, text string
-	paths             []string
+	paths, media      []string
 }
 
 // askLong runs timebox ask (--stream when stream) against the whole stack
@@ -44,12 +45,13 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 	a, err := app.New(cfg, app.Seams{Version: "test", Upstream: simClient})
 	require.NoError(t, err)
 	var mu sync.Mutex
-	var paths []string
+	var paths, media []string
 	_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		paths = append(paths, r.URL.Path)
-		mu.Unlock()
 		a.Handler.ServeHTTP(w, r)
+		typ, _, _ := strings.Cut(w.Header().Get("Content-Type"), ";")
+		mu.Lock()
+		paths, media = append(paths, r.URL.Path), append(media, typ)
+		mu.Unlock()
 	}))
 	args := []string{"ask"}
 	if stream {
@@ -63,14 +65,14 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 	info, _ := sim.Generation(sim.Requests()[0].ResponseID)
 	mu.Lock()
 	defer mu.Unlock()
-	return longAsk{out: out.String(), errOut: errOut.String(), text: info.Text, paths: paths}
+	return longAsk{out: out.String(), errOut: errOut.String(), text: info.Text, paths: paths, media: media}
 }
 
 func modes() map[string]bool { return map[string]bool{"streamed": true, "json": false} }
 
-// timebox ask follows a long answer across its hops, streamed or not: the
-// answer on stdout is the simulator's, whole, once; stderr says each later
-// part.
+// timebox ask follows a long answer across its hops, streamed (every hop
+// an event stream) or not (every hop JSON): the answer on stdout is the
+// simulator's, whole, once; stderr says each later part.
 func TestStackFollowsALongAnswer(t *testing.T) {
 	for name, stream := range modes() {
 		t.Run(name, func(t *testing.T) {
@@ -81,6 +83,13 @@ func TestStackFollowsALongAnswer(t *testing.T) {
 				assert.Contains(t, got.errOut, "still writing, part 4\n")
 				assert.Equal(t, "/api/chat", got.paths[0])
 				assert.GreaterOrEqual(t, strings.Count(strings.Join(got.paths, " "), "/api/chat/continue"), 3)
+				want := "application/json"
+				if stream {
+					want = "text/event-stream"
+				}
+				for i, typ := range got.media {
+					assert.Equal(t, want, typ, got.paths[i])
+				}
 			})
 		})
 	}
