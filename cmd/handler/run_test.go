@@ -157,7 +157,7 @@ func TestRunWarnsAtStartUp(t *testing.T) {
 			for k, v := range tt.start {
 				assert.Equal(t, v, r.start[k], k)
 			}
-			next := <-r.logs
+			next := waitForLog(t, r.logs, "") // the next line, whatever it says
 			assert.Equal(t, "WARN", next["level"])
 			assert.Contains(t, next["msg"], tt.warning)
 		})
