@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
@@ -180,17 +178,11 @@ func TestHandlerProcess(t *testing.T) {
 // its request's deadline plus the grace, and not after.
 func TestKilledInstanceHoldLapses(t *testing.T) {
 	az := azuritetest.Start(t)
-	arrived := make(chan struct{}, 1)
-	sim := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		sim.ServeHTTP(w, r)
-	}))
-	t.Cleanup(upstream.Close)
+	simURL, arrived := simulator(t)
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHandlerProcess$")
 	cmd.Env = append(os.Environ(), "TIMEBOX_TEST_HANDLER_PROCESS=1", "FUNCTIONS_CUSTOMHANDLER_PORT=0",
-		"AZURE_OPENAI_ENDPOINT="+upstream.URL, "AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini", "AZURE_OPENAI_API_KEY=k",
+		"AZURE_OPENAI_ENDPOINT="+simURL, "AZURE_OPENAI_DEPLOYMENT=gpt-4o-mini", "AZURE_OPENAI_API_KEY=k",
 		"REQUEST_BUDGET=20s", "FAST_FAILURE_THRESHOLD=5s", "QUOTA_TABLE_ENDPOINT="+az.Endpoint, "QUOTA_TABLE=killed", "QUOTA_USER_DAILY_TOKENS=100000")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -75,15 +75,9 @@ func startHandler(t *testing.T, settings map[string]string, keep func(line map[s
 // waits until it listens; r.logs carries the request lines.
 func startRun(t *testing.T, env map[string]string) *running {
 	t.Helper()
-	upstream := make(chan struct{}, 100)
-	aoai := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
-	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		upstream <- struct{}{}
-		aoai.ServeHTTP(w, req)
-	}))
-	t.Cleanup(sim.Close)
+	simURL, upstream := simulator(t)
 	settings := map[string]string{
-		"AZURE_OPENAI_ENDPOINT":   sim.URL,
+		"AZURE_OPENAI_ENDPOINT":   simURL,
 		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
 		"AZURE_OPENAI_API_KEY":    "k",
 		"ALLOWED_ORIGINS":         "https://contoso.sharepoint.com",
@@ -92,6 +86,21 @@ func startRun(t *testing.T, env map[string]string) *running {
 	r := startHandler(t, settings, func(line map[string]any) bool { return line["msg"] == "request" })
 	r.upstream = upstream
 	return r
+}
+
+// simulator serves the Azure OpenAI simulator (API key k, deployment
+// gpt-4o-mini) on a loopback socket; arrived gets a value as each request
+// reaches it.
+func simulator(t *testing.T) (url string, arrived chan struct{}) {
+	t.Helper()
+	arrived = make(chan struct{}, 100)
+	aoai := aoaitest.New(aoaitest.Options{APIKey: "k", Deployments: []string{"gpt-4o-mini"}})
+	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		aoai.ServeHTTP(w, r)
+	}))
+	t.Cleanup(sim.Close)
+	return sim.URL, arrived
 }
 
 // wait returns run's result once run has returned.
