@@ -405,10 +405,7 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 	assert.Equal(t, quota.Window{Used: 1000, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, *u.UserDay, "charged once")
 	assert.EqualValues(t, 1000, u.TenantMonth.Used)
 
-	row, err := adminTable(t, f).GetEntity(ctx, "tenant-1_2026-12", "req_long-1", nil)
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(row.Value, &m))
+	m := ledgerRow(t, f, "long-1")
 	assert.Equal(t, "resp_1", m["ResponseId"])
 	assert.EqualValues(t, 3, m["Hop"])
 	assert.Equal(t, "completed", m["Outcome"])
