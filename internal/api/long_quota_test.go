@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -78,14 +77,8 @@ func doneOf(t *testing.T, ans streamed) api.ChatResponse {
 // (the anonymous tenant's month of the bubble's clock, 2000-01).
 func ledgerOf(t *testing.T, az *azuritetest.Server, table string, requestID any) map[string]any {
 	t.Helper()
-	cred, err := aztables.NewSharedKeyCredential(quota.DevelopmentAccount, quota.DevelopmentKey)
-	require.NoError(t, err)
-	opts := &aztables.ClientOptions{}
-	opts.Transport = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	svc, err := aztables.NewServiceClientWithSharedKey(az.Endpoint, cred, opts)
-	require.NoError(t, err)
 	id, _ := requestID.(string)
-	resp, err := svc.NewClient(cmp.Or(table, "timeboxusage")).GetEntity(context.Background(), "anonymous_2000-01", "req_"+id, nil)
+	resp, err := az.Table(t, cmp.Or(table, "timeboxusage")).GetEntity(context.Background(), "anonymous_2000-01", "req_"+id, nil)
 	require.NoError(t, err)
 	var row map[string]any
 	require.NoError(t, json.Unmarshal(resp.Value, &row))

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/timebox-dev/timebox/internal/quota"
 )
 
 // Account is Azurite's development account, the one its Table service
@@ -156,6 +161,25 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	})
+}
+
+// Table is a client of the table name as an administrator reads it,
+// signed with Azurite's development key: what a test checks the rows the
+// store wrote with. It keeps no idle connection, so that a test in a
+// synctest bubble leaves no goroutine of it behind.
+func (s *Server) Table(t testing.TB, name string) *aztables.Client {
+	t.Helper()
+	cred, err := aztables.NewSharedKeyCredential(quota.DevelopmentAccount, quota.DevelopmentKey)
+	if err != nil {
+		t.Fatalf("azurite: %v", err)
+	}
+	opts := &aztables.ClientOptions{}
+	opts.Transport = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	svc, err := aztables.NewServiceClientWithSharedKey(s.Endpoint, cred, opts)
+	if err != nil {
+		t.Fatalf("azurite: %v", err)
+	}
+	return svc.NewClient(name)
 }
 
 // install finds Azurite's Table service and the node that runs it in the

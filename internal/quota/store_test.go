@@ -163,7 +163,7 @@ func TestLedgerRowPerRequest(t *testing.T) {
 	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 101, Completion: 77, Abandoned: 3, Status: 200}))
 
 	// What an admin's query reads: the tenant's month, one user's rows.
-	table := adminTable(t, f)
+	table := f.az.Table(t, f.opts.Table)
 	filter := "PartitionKey eq 'tenant-1_2026-12' and Oid eq 'user-1'"
 	pager := table.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var rows []map[string]any
@@ -189,15 +189,6 @@ func TestLedgerRowPerRequest(t *testing.T) {
 	assert.EqualValues(t, 200, row["Status"])
 	assert.Equal(t, "181", row["Charged"])
 	assert.Equal(t, "2026-12-01T18:48:00Z", row["SettledAt"])
-}
-
-func adminTable(t *testing.T, f *fixture) *aztables.Client {
-	t.Helper()
-	cred, err := aztables.NewSharedKeyCredential(quota.DevelopmentAccount, quota.DevelopmentKey)
-	require.NoError(t, err)
-	svc, err := aztables.NewServiceClientWithSharedKey(f.az.Endpoint, cred, nil)
-	require.NoError(t, err)
-	return svc.NewClient(f.opts.Table)
 }
 
 func TestLowerCompletionLimitWhenTheWholeDoesNotFit(t *testing.T) {
@@ -421,7 +412,7 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 // ledgerRow is the ledger row of id, as an admin reads it.
 func ledgerRow(t *testing.T, f *fixture, id string) map[string]any {
 	t.Helper()
-	row, err := adminTable(t, f).GetEntity(t.Context(), "tenant-1_2026-12", "req_"+id, nil)
+	row, err := f.az.Table(t, f.opts.Table).GetEntity(t.Context(), "tenant-1_2026-12", "req_"+id, nil)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(row.Value, &m))
