@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
+	"github.com/timebox-dev/timebox/perf/internal/proc"
 )
 
 // row is one probe of the table.
@@ -131,12 +132,12 @@ func measure(bin, upstream string, clients int, body []byte, settle time.Duratio
 		})
 	}
 	wg.Wait()
-	peak, err := procStatus(cmd.Process.Pid, "VmHWM")
+	peak, err := proc.Memory(cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		return result{}, err
 	}
 	time.Sleep(settle) // a measurement, not a test: how much the process gives back
-	after, err := procStatus(cmd.Process.Pid, "VmRSS")
+	after, err := proc.Memory(cmd.Process.Pid, "VmRSS")
 	if err != nil {
 		return result{}, err
 	}

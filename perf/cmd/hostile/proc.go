@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/timebox-dev/timebox/perf/internal/proc"
 )
 
 // handlerCommand is bin on a free loopback port against upstream, with the
 // settings every row runs under: a 5 s budget, a 2 s fast-failure
 // threshold, and logLevel. The caller sets its output and starts it.
 func handlerCommand(bin, upstream, logLevel string) (cmd *exec.Cmd, port int, err error) {
-	port, err = freePort()
+	port, err = proc.FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -53,44 +54,6 @@ func waitReady(base string) error {
 		}
 	}
 	return fmt.Errorf("no 200 on GET / within 30 s")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// procStatus reads a kB field of /proc/pid/status, in bytes.
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// cpuTime is the process's user and system time (/proc/pid/stat, clock
-// ticks of 10 ms).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // tally writes counts as "n x key" for each key, sorted, for a table cell.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/timebox-dev/timebox/perf/internal/proc"
 )
 
 // The rows of callers that stop reading: each caller's answer is 7 MB of
@@ -183,7 +185,7 @@ func measureReaders(bin, upstream string, calls chan struct{}, row readerRow, se
 	for len(calls) > 0 {
 		<-calls
 	}
-	cpu0, err := cpuTime(cmd.Process.Pid)
+	cpu0, err := proc.CPU(cmd.Process.Pid)
 	if err != nil {
 		return res, err
 	}
@@ -242,7 +244,7 @@ func measureReaders(bin, upstream string, calls chan struct{}, row readerRow, se
 			}
 		}
 		time.Sleep(500 * time.Millisecond) // a measurement: the answers' writes are blocked by now
-		peak, _ := procStatus(cmd.Process.Pid, "VmHWM")
+		peak, _ := proc.Memory(cmd.Process.Pid, "VmHWM")
 		sigterm := time.Now()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		for l := range lines {
@@ -288,11 +290,11 @@ func measureReaders(bin, upstream string, calls chan struct{}, row readerRow, se
 			}
 		}
 		wg.Wait()
-		res.peak, _ = procStatus(cmd.Process.Pid, "VmHWM")
+		res.peak, _ = proc.Memory(cmd.Process.Pid, "VmHWM")
 		time.Sleep(settle) // a measurement, not a test: how much the process gives back
-		res.after, _ = procStatus(cmd.Process.Pid, "VmRSS")
+		res.after, _ = proc.Memory(cmd.Process.Pid, "VmRSS")
 	}
-	if cpu1, err := cpuTime(cmd.Process.Pid); err == nil {
+	if cpu1, err := proc.CPU(cmd.Process.Pid); err == nil {
 		res.cpu = cpu1 - cpu0
 	} else if row.sigterm && cmd.ProcessState != nil {
 		res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/timebox-dev/timebox/perf/internal/proc"
 )
 
 // subject is one running server under test: the handler, the floor or
@@ -39,19 +38,10 @@ func env(port int, upstreamURL string) []string {
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // start execs bin and returns once GET / answers 200, with the time from
 // exec to that answer: the cold start the Functions host waits for.
 func start(ctx context.Context, name, bin, upstreamURL string) (*subject, time.Duration, error) {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -98,38 +88,7 @@ func (s *subject) stop() {
 }
 
 // rss is the subject's resident memory in bytes (VmRSS).
-func (s *subject) rss() (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/<pid>/status (make perf needs Linux)")
-}
+func (s *subject) rss() (int64, error) { return proc.Memory(s.cmd.Process.Pid, "VmRSS") }
 
-// cpu is the CPU time the subject has used so far (user and system), from
-// /proc/<pid>/stat in clock ticks of 10 ms.
-func (s *subject) cpu() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name (which may hold spaces): state is
-	// the first, utime the 12th, stime the 13th.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, errors.New("unreadable /proc/<pid>/stat")
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	k, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, errors.New("unreadable /proc/<pid>/stat")
-	}
-	return time.Duration(u+k) * 10 * time.Millisecond, nil
-}
+// cpu is the CPU time the subject has used so far (user and system).
+func (s *subject) cpu() (time.Duration, error) { return proc.CPU(s.cmd.Process.Pid) }
