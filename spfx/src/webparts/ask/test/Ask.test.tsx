@@ -61,6 +61,10 @@ function renderAsk(tickMs = 60_000): ReturnType<typeof render> {
   return render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={tickMs} />);
 }
 
+function renderStreaming(): ReturnType<typeof render> {
+  return render(<Ask ask={streamOverAadToken(aadTokenProviderFactory(resources), server.url, APP_ID_URI)} tickMs={60_000} />);
+}
+
 /** The next request at the server, with React's updates on the way flushed. */
 async function arrived(): Promise<Exchange> {
   let ex: Exchange | undefined;
@@ -80,6 +84,21 @@ async function ask(question: string): Promise<Exchange> {
 async function settled(text: RegExp | string): Promise<HTMLElement> {
   return screen.findByText(text, undefined, { timeout: 30_000 });
 }
+
+/** ex is the cancel of the long answer by its cursor, with the token for the app. */
+function expectCancel(ex: Exchange, cursor: string): void {
+  expect(ex.method).toBe('POST');
+  expect(ex.url).toBe('/api/chat/cancel');
+  expect(ex.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
+  expect(JSON.parse(ex.body)).toEqual({ cursor });
+}
+
+/** What a long answer cancelled in its second hop sent: only the cancel asks to outlive the page. */
+const CANCELLED_IN_SECOND_HOP = [
+  { path: '/api/chat', keepalive: false },
+  { path: '/api/chat/continue', keepalive: false },
+  { path: '/api/chat/cancel', keepalive: true },
+];
 
 const rows = (): string[][] =>
   within(screen.getByRole('table')).getAllByRole('row').slice(1).map((r) => within(r).getAllByRole('cell').map((c) => c.textContent ?? ''));
@@ -190,15 +209,8 @@ describe('the Ask web part over AadHttpClient (whole answers)', () => {
 
     leavePage();
     const cancel = await arrived();
-    expect(cancel.method).toBe('POST');
-    expect(cancel.url).toBe('/api/chat/cancel');
-    expect(cancel.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
-    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
-    expect(sent).toEqual([
-      { path: '/api/chat', keepalive: false },
-      { path: '/api/chat/continue', keepalive: false },
-      { path: '/api/chat/cancel', keepalive: true },
-    ]);
+    expectCancel(cancel, 'cursor-2');
+    expect(sent).toEqual(CANCELLED_IN_SECOND_HOP);
     cancel.reply(204, '');
   });
 
@@ -212,10 +224,6 @@ describe('the Ask web part over AadHttpClient (whole answers)', () => {
 const answerText = (): string => screen.getByRole('region', { name: 'Answer' }).textContent ?? '';
 
 describe('the Ask web part over AadTokenProvider and fetch (streamed answers)', () => {
-  function renderStreaming(): ReturnType<typeof render> {
-    return render(<Ask ask={streamOverAadToken(aadTokenProviderFactory(resources), server.url, APP_ID_URI)} tickMs={60_000} />);
-  }
-
   it('shows the text as it is written, before the answer is complete, with the token for the app', async () => {
     renderStreaming();
     const ex = await ask('Tell me a story');
@@ -281,18 +289,22 @@ describe('the Ask web part over AadTokenProvider and fetch (streamed answers)', 
 });
 
 describe('the Ask web part and a long answer across hops (streamed)', () => {
-  function renderStreaming(): ReturnType<typeof render> {
-    return render(<Ask ask={streamOverAadToken(aadTokenProviderFactory(resources), server.url, APP_ID_URI)} tickMs={60_000} />);
-  }
-
-  /** Asks, streams the first hop's text and its continue event, and returns the second hop's stream once its text shows. */
-  async function secondHop(): Promise<{ second: Exchange; stream: ReturnType<Exchange['stream']> }> {
+  /**
+   * Asks, streams the first hop's text (and, once it shows, does duringFirst) and its continue event, and returns
+   * the second hop's stream once its text shows.
+   */
+  async function secondHop(duringFirst?: () => void): Promise<{ second: Exchange; stream: ReturnType<Exchange['stream']> }> {
     const first = await ask('A very long report');
     const s1 = first.stream();
     s1.event('delta', { text: 'Part one. ' });
+    if (duringFirst) {
+      await waitFor(() => expect(answerText()).toBe('Part one. '));
+      duringFirst();
+    }
     s1.event('continue', { cursor: 'cursor-2' });
     s1.end();
     const second = await arrived();
+    expect(second.url).toBe('/api/chat/continue');
     const stream = second.stream();
     stream.event('delta', { text: 'Part two' });
     await waitFor(() => expect(answerText()).toBe('Part one. Part two'));
@@ -339,10 +351,7 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
     await act(() => second.abandoned);
     const cancel = await arrived();
-    expect(cancel.method).toBe('POST');
-    expect(cancel.url).toBe('/api/chat/cancel');
-    expect(cancel.headers.authorization).toBe(`Bearer token-for-${APP_ID_URI}`);
-    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
+    expectCancel(cancel, 'cursor-2');
     cancel.reply(204, '');
     await settled(/^Cancelled after /);
     expect(answerText()).toBe('Part one. Part twoIncomplete: the answer stopped here.');
@@ -352,28 +361,13 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
   it('a page that goes away cancels the long answer with a request that outlives it; in the first hop there is nothing to cancel', async () => {
     const sent = watchKeepalive();
     renderStreaming();
-    const first = await ask('A very long report');
-    const s1 = first.stream();
-    s1.event('delta', { text: 'Part one. ' });
-    await waitFor(() => expect(answerText()).toBe('Part one. '));
     // No cursor yet: the first hop's connection, which goes with the page, is what ends it.
-    leavePage();
-    s1.event('continue', { cursor: 'cursor-2' });
-    s1.end();
-    const second = await arrived();
-    expect(second.url).toBe('/api/chat/continue');
-    second.stream().event('delta', { text: 'Part two' });
-    await waitFor(() => expect(answerText()).toBe('Part one. Part two'));
+    await secondHop(leavePage);
 
     leavePage();
     const cancel = await arrived();
-    expect(cancel.url).toBe('/api/chat/cancel');
-    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
-    expect(sent).toEqual([
-      { path: '/api/chat', keepalive: false },
-      { path: '/api/chat/continue', keepalive: false },
-      { path: '/api/chat/cancel', keepalive: true },
-    ]);
+    expectCancel(cancel, 'cursor-2');
+    expect(sent).toEqual(CANCELLED_IN_SECOND_HOP);
     cancel.reply(204, '');
   });
 
@@ -384,9 +378,8 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
     act(() => unmount());
     await act(() => second.abandoned);
     const cancel = await arrived();
-    expect(cancel.url).toBe('/api/chat/cancel');
-    expect(JSON.parse(cancel.body)).toEqual({ cursor: 'cursor-2' });
-    expect(sent[sent.length - 1]).toEqual({ path: '/api/chat/cancel', keepalive: true });
+    expectCancel(cancel, 'cursor-2');
+    expect(sent).toEqual(CANCELLED_IN_SECOND_HOP);
     cancel.reply(204, '');
   });
 });
