@@ -40,6 +40,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
   const [now, setNow] = React.useState(() => Date.now());
   const controller = React.useRef<AbortController | undefined>(undefined);
   // The cursor of the long answer in flight, from its latest hop: what cancels it at Azure OpenAI.
+  // Set only while its call is controller's, and cleared with it.
   const cursor = React.useRef<string | undefined>(undefined);
   const running = view.phase === 'running';
   const classes = React.useMemo(() => classNames(getTheme()), []);
@@ -62,8 +63,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
   // request outlives the page. The signal is left alone: its abort would send the same cancel again.
   React.useEffect(() => {
     const leave = (): void => {
-      const c = cursor.current;
-      if (controller.current && c) ask?.cancel?.(c, { keepalive: true }).catch(() => undefined);
+      if (cursor.current) ask?.cancel?.(cursor.current, { keepalive: true }).catch(() => undefined);
     };
     window.addEventListener('pagehide', leave);
     return () => window.removeEventListener('pagehide', leave);

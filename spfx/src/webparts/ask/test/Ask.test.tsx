@@ -343,6 +343,10 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
       ['1', '200', 'success'],
       ['1 (part 2)', '200', 'success'],
     ]);
+
+    // Answered, nothing is left to cancel: a page that goes away now sends nothing, so the next request is the next question.
+    leavePage();
+    expect((await ask('Another')).url).toBe('/api/chat');
   });
 
   it('Cancel during a later hop stops the generation upstream: the connection closes and the cancel carries the last cursor', async () => {
