@@ -138,6 +138,7 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
     return <MessageBar messageBarType={MessageBarType.warning}>{strings.NotConfigured}</MessageBar>;
   }
 
+  const part = partLine(view);
   return (
     <Stack tokens={{ childrenGap: 12 }}>
       <form
@@ -165,9 +166,9 @@ export default function Ask({ ask, tickMs = 100, showUsage = false }: IAskProps)
               {statusLine(view, now)}
             </span>
           </Stack>
-          {partLine(view) && (
+          {part && (
             <span data-testid="part" aria-live="polite">
-              {partLine(view)}
+              {part}
             </span>
           )}
           {usage && (
