@@ -202,27 +202,31 @@ func messagePattern(msg string) *regexp.Regexp {
 	return regexp.MustCompile("^" + q + "$")
 }
 
-func errorMessage(t *testing.T, b []byte) string {
-	t.Helper()
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(b, &e))
-	return e.Error.Message
+// wireError is an error body's error object, as far as the tests read it.
+type wireError struct {
+	Code    any    `json:"code"`
+	Message string `json:"message"`
+	Param   any    `json:"param"`
 }
 
-// errorParam is an error body's param: the request field at fault.
-func errorParam(t *testing.T, b []byte) string {
+func errorOf(t *testing.T, b []byte) wireError {
 	t.Helper()
 	var e struct {
-		Error struct {
-			Param string `json:"param"`
-		} `json:"error"`
+		Error wireError `json:"error"`
 	}
-	require.NoError(t, json.Unmarshal(b, &e))
-	return e.Error.Param
+	require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+	return e.Error
+}
+
+func errorMessage(t *testing.T, b []byte) string {
+	t.Helper()
+	return errorOf(t, b).Message
+}
+
+func errorCode(t *testing.T, b []byte) string {
+	t.Helper()
+	s, _ := errorOf(t, b).Code.(string)
+	return s
 }
 
 // sseData splits an event stream into its data payloads.
@@ -489,7 +493,7 @@ func TestFixtureContextLengthExceeded(t *testing.T) {
 			assert.Equal(t, v.Status, resp.StatusCode)
 			if v.Body != nil {
 				assertSameShape(t, v.Body, body)
-				assert.Equal(t, errorParam(t, v.Body), errorParam(t, body), "the request field Azure names")
+				assert.Equal(t, errorOf(t, v.Body).Param, errorOf(t, body).Param, "the request field Azure names")
 			}
 			msg := errorMessage(t, body)
 			want := v.Message

@@ -81,18 +81,6 @@ func parse(t *testing.T, b []byte) result {
 	return r
 }
 
-func errorCode(t *testing.T, b []byte) string {
-	t.Helper()
-	var e struct {
-		Error struct {
-			Code any `json:"code"`
-		} `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(b, &e), "%s", b)
-	s, _ := e.Error.Code.(string)
-	return s
-}
-
 func TestRoutes(t *testing.T) {
 	sim := aoaitest.New(aoaitest.Options{Deployments: []string{"gpt-4o"}})
 	srv := httptest.NewServer(sim)
