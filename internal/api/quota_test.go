@@ -3,11 +3,13 @@ package api_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
 	"github.com/timebox-dev/timebox/internal/memnet"
+	"github.com/timebox-dev/timebox/internal/quota"
 )
 
 // The quota in the chat pipeline, against a real Azurite (the tests skip
@@ -215,4 +218,41 @@ func TestAnswerIsCountedWhenItArrives(t *testing.T) {
 			})
 		})
 	}
+}
+
+// failSettlements refuses the store's batches after the first (a
+// reservation's): the settlement fails, as when the store goes away
+// during the request.
+type failSettlements struct {
+	next    policy.Transporter
+	batches *atomic.Int32
+}
+
+func (f failSettlements) Do(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "$batch") && f.batches.Add(1) > 1 {
+		return nil, errors.New("the store went away")
+	}
+	return f.next.Do(r)
+}
+
+// TestUnsettledHoldIsReleasedWhenItLapses: a question whose settlement
+// failed (its log line says unsettled) holds its tokens until the hold
+// lapses, its budget and the grace after its start; then they are
+// released, not charged: no work runs on after a question.
+func TestUnsettledHoldIsReleasedWhenItLapses(t *testing.T) {
+	az := azuritetest.Start(t)
+	synctest.Test(t, func(t *testing.T) {
+		var batches atomic.Int32
+		h := newHarness(t, map[string]string{"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": "100000"}, aoaitest.Options{},
+			withQuotaStore(func(next policy.Transporter) policy.Transporter { return failSettlements{next, &batches} }))
+		t.Cleanup(h.sim.Close)
+		decodeOK(t, h.do(chatRequest(ask("hi"))))
+		assert.Equal(t, "unsettled", h.logLines()[0]["quota"])
+		require.Positive(t, usageOf(t, h).User.Day.Reserved)
+
+		time.Sleep(h.cfg.Budget + quota.Grace + 10*time.Second)
+		day := usageOf(t, h).User.Day
+		assert.EqualValues(t, 0, day.Reserved, "lapsed")
+		assert.EqualValues(t, 0, day.Used, "released, not charged")
+	})
 }
