@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { startBrowser, startStack } from '../../e2e/harness.mjs';
+import { TOOLS, WEATHER } from './counted.mjs';
 
 let stack;
 let server;
@@ -88,12 +89,11 @@ test('a fast 503 is retried by the SDK in the page, then answered', async () => 
 });
 
 test('a tool call, read in the page', async () => {
-  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { question: { type: 'string' } } } } }];
-  const r = await run({ content: 'What is the weather in Paris?', tools });
+  const r = await run({ content: WEATHER, tools: TOOLS });
   assert.equal(r.ok, true, JSON.stringify(r));
   assert.equal(r.finish, 'tool_calls');
   assert.equal(r.calls[0].function.name, 'get_weather');
-  assert.deepEqual(JSON.parse(r.calls[0].function.arguments), { question: 'What is the weather in Paris?' });
+  assert.deepEqual(JSON.parse(r.calls[0].function.arguments), { question: WEATHER });
 });
 
 test('a mid-stream cut is raised by the SDK in the page, after the text so far', async () => {
