@@ -409,6 +409,14 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 	}
 }
 
+// userDay is user-1's day in tenant-1, as s reads it now.
+func userDay(t *testing.T, s *quota.Store) quota.Window {
+	t.Helper()
+	u, err := s.Usage(t.Context(), "user-1", "tenant-1")
+	require.NoError(t, err)
+	return *u.UserDay
+}
+
 // ledgerRow is the ledger row of id, as an admin reads it.
 func ledgerRow(t *testing.T, f *fixture, id string) map[string]any {
 	t.Helper()
@@ -429,14 +437,9 @@ func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
 	ctx := t.Context()
 	res, err := s.Reserve(ctx, f.request("hops", 300, 1024))
 	require.NoError(t, err)
-	day := func() quota.Window {
-		u, err := s.Usage(ctx, "user-1", "tenant-1")
-		require.NoError(t, err)
-		return *u.UserDay
-	}
 	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
-	assert.EqualValues(t, 400, day().Used, "the prompt and hop 1's tokens")
-	assert.EqualValues(t, 924, day().Reserved, "the rest held")
+	assert.EqualValues(t, 400, userDay(t, s).Used, "the prompt and hop 1's tokens")
+	assert.EqualValues(t, 924, userDay(t, s).Reserved, "the rest held")
 
 	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
 	require.NoError(t, err)
@@ -444,7 +447,7 @@ func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
 	require.NoError(t, other.ChargeHop(ctx, ref, 2, quota.Seen{Tokens: 200}))
 	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 200}), "a retried hop 2")
 	require.NoError(t, s.ChargeHop(ctx, res, 3, quota.Seen{Tokens: 350, Whole: true}), "read whole: 50 more")
-	assert.Equal(t, quota.Window{Used: 650, Reserved: 674, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, day())
+	assert.Equal(t, quota.Window{Used: 650, Reserved: 674, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, userDay(t, s))
 	m := ledgerRow(t, f, "hops")
 	assert.EqualValues(t, 3, m["ChargedHop"])
 	assert.Equal(t, "350", m["Received"])
@@ -452,9 +455,9 @@ func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
 	assert.Equal(t, "reserved", m["State"])
 
 	require.NoError(t, other.Settle(ctx, ref, quota.Billed{Prompt: 290, Completion: 340, Status: 200, ResponseID: "resp_1", Hop: 4, Outcome: "completed"}))
-	assert.Equal(t, quota.Window{Used: 630, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, day(), "Azure's usage, once")
+	assert.Equal(t, quota.Window{Used: 630, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, userDay(t, s), "Azure's usage, once")
 	require.NoError(t, s.ChargeHop(ctx, res, 4, quota.Seen{Tokens: 10}))
-	assert.EqualValues(t, 630, day().Used, "nothing after the end")
+	assert.EqualValues(t, 630, userDay(t, s).Used, "nothing after the end")
 	assert.Equal(t, "630", ledgerRow(t, f, "hops")["Charged"])
 }
 
@@ -471,10 +474,9 @@ func TestHopsReleaseOnlyTheirOwnHold(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
 	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 500, Status: 200}))
-	u, err := s.Usage(ctx, "user-1", "tenant-1")
-	require.NoError(t, err)
-	assert.EqualValues(t, 800, u.UserDay.Used)
-	assert.Equal(t, beside.Tokens, u.UserDay.Reserved, "the other request's hold, whole")
+	day := userDay(t, s)
+	assert.EqualValues(t, 800, day.Used)
+	assert.Equal(t, beside.Tokens, day.Reserved, "the other request's hold, whole")
 }
 
 // A generation whose usage Azure did not report (cancelled) is charged
@@ -525,10 +527,9 @@ func TestUnreportedCostIsEstimated(t *testing.T) {
 	require.NoError(t, s.Settle(ctx, unpaced, cancelled(true, 0)))
 	assert.Equal(t, "1324", charged("unpaced"), "no pace seen: the whole hold")
 
-	u, err := s.Usage(ctx, "user-1", "tenant-1")
-	require.NoError(t, err)
-	assert.EqualValues(t, 600+590+1324+1324, u.UserDay.Used)
-	assert.EqualValues(t, 0, u.UserDay.Reserved)
+	day := userDay(t, s)
+	assert.EqualValues(t, 600+590+1324+1324, day.Used)
+	assert.EqualValues(t, 0, day.Reserved)
 }
 
 // A long answer's hold (ChargeOnLapse) that lapses with no hop to settle
@@ -547,31 +548,26 @@ func TestLapsedLongAnswerHoldIsCharged(t *testing.T) {
 	crashed, err := s.Reserve(ctx, f.request("crashed", 100, 100))
 	require.NoError(t, err)
 	require.NoError(t, s.ChargeHop(ctx, res, 1, quota.Seen{Tokens: 100}))
-	day := func() quota.Window {
-		u, err := s.Usage(ctx, "user-1", "tenant-1")
-		require.NoError(t, err)
-		return *u.UserDay
-	}
-	assert.EqualValues(t, 400, day().Used)
-	assert.EqualValues(t, 924+200, day().Reserved)
+	assert.EqualValues(t, 400, userDay(t, s).Used)
+	assert.EqualValues(t, 924+200, userDay(t, s).Reserved)
 
 	f.clock.set(res.Expires.Add(quota.Grace))
-	assert.EqualValues(t, 1324, day().Used, "the long answer's whole hold; the crashed request's released")
-	assert.EqualValues(t, 0, day().Reserved)
+	assert.EqualValues(t, 1324, userDay(t, s).Used, "the long answer's whole hold; the crashed request's released")
+	assert.EqualValues(t, 0, userDay(t, s).Reserved)
 	_, err = s.Reserve(ctx, f.request("next", 100, 100))
 	require.NoError(t, err, "a write drops the lapsed holds")
-	assert.EqualValues(t, 1324, day().Used, "charged once")
-	assert.EqualValues(t, 200, day().Reserved)
+	assert.EqualValues(t, 1324, userDay(t, s).Used, "charged once")
+	assert.EqualValues(t, 200, userDay(t, s).Reserved)
 
 	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 100}))
-	assert.EqualValues(t, 1324, day().Used, "a hop after the lapse charges nothing")
+	assert.EqualValues(t, 1324, userDay(t, s).Used, "a hop after the lapse charges nothing")
 	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
 	require.NoError(t, err)
 	require.NoError(t, other.Settle(ctx, ref, quota.Billed{Prompt: 300, Completion: 500, Status: 404, ResponseID: "resp_3", Hop: 5, Outcome: "completed"}))
-	assert.EqualValues(t, 800, day().Used, "Azure's usage, when a hop learns it")
+	assert.EqualValues(t, 800, userDay(t, s).Used, "Azure's usage, when a hop learns it")
 	assert.Equal(t, "800", ledgerRow(t, f, "abandoned")["Charged"])
 	assert.Equal(t, true, ledgerRow(t, f, "abandoned")["ChargeOnLapse"])
 	assert.Nil(t, ledgerRow(t, f, "crashed")["ChargeOnLapse"])
 	require.NoError(t, s.Settle(ctx, crashed, quota.Billed{Prompt: 100, Completion: 100, Status: 200}))
-	assert.EqualValues(t, 800+200, day().Used, "a late settlement of a released hold charges what fits")
+	assert.EqualValues(t, 800+200, userDay(t, s).Used, "a late settlement of a released hold charges what fits")
 }
