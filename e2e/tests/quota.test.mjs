@@ -82,6 +82,8 @@ test('with the store down and QUOTA_FAIL_OPEN=true the answer is served and the 
     // An upper bound on a real socket: the 503's 5 s Retry-After is not waited for.
     assert.ok(Date.now() - answeredAt < 4_000, `the line is read again at once (${Date.now() - answeredAt} ms)`);
     assert.equal(await page.textContent('#usage'), 'Token usage is unavailable right now.');
+    // The page has read both answers; their log lines may follow.
+    await down.waitForRequestLogs((l) => l.route === '/api/usage', 2);
     const log = down.requestLog();
     assert.ok(log.some((l) => l.route === '/api/chat' && l.status === 200 && l.quota === 'skipped'), 'served unaccounted, and logged so');
     const usage = log.filter((l) => l.route === '/api/usage');
