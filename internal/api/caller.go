@@ -1,12 +1,18 @@
 package api
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+
+	"github.com/timebox-dev/timebox/internal/caller"
+)
 
 // requireCaller lets through only a caller the configured check
-// (Options.Caller, chosen by AUTH_MODE) verifies, and puts its object and
-// tenant ids on the log line. Refusals (401, 403, 503 auth_unavailable) go
-// through the error table before anything of the request is read or sent
-// upstream.
+// (Options.Caller, chosen by AUTH_MODE) verifies, and puts it in the
+// request's context (caller.FromContext), where the quota and the long
+// answers' owner check read it, and its object and tenant ids on the log
+// line. Refusals (401, 403, 503 auth_unavailable) go through the error
+// table before anything of the request is read or sent upstream.
 func (s *server) requireCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.Caller.Check(r.Context(), r)
@@ -16,6 +22,13 @@ func (s *server) requireCaller(next http.Handler) http.Handler {
 		}
 		rec := recordFrom(r.Context())
 		rec.callerOID, rec.callerTID = c.OID, c.TID
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(caller.NewContext(r.Context(), c)))
 	})
+}
+
+// callerOf is the verified caller of ctx's request (requireCaller): the
+// anonymous caller on a route that does not check.
+func callerOf(ctx context.Context) caller.Caller {
+	c, _ := caller.FromContext(ctx)
+	return c
 }

@@ -51,11 +51,12 @@ func (s *server) boundWrites(next http.Handler) http.Handler {
 // answered before it gives up (budget.ShortenForClient). The caller's
 // timeout is its x-client-timeout-ms, or the OpenAI SDKs' timeout that
 // bounds the whole answer (openaiwire.Timeouts.Whole), whichever is
-// shorter. The SDKs' bound on the answer's beginning (Timeouts.First) is
-// noted for the answer's writer: it bounds the whole wait for an answer
-// written whole (untilWhole) and the first frame of a stream
-// (firstFrameBy). A malformed value is left to refuseBadDeadline, which
-// runs once the caller is known.
+// shorter. The SDKs' other bounds go on the budget for the answer's
+// writer: the one on the answer's beginning (Timeouts.First, the budget's
+// FirstByte) bounds the whole wait for an answer written whole
+// (untilWhole) and the first frame of a stream (firstFrameBy); the one on
+// a silence (Timeouts.Gap, Silence) the keep-alives. A malformed value is
+// left to refuseBadDeadline, which runs once the caller is known.
 func (s *server) clientDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, sdk, err := s.callerTimeout(r)
@@ -63,7 +64,9 @@ func (s *server) clientDeadline(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		recordFrom(r.Context()).sdkTimeouts = sdk
+		if b := budget.From(r.Context()); b != nil {
+			b.FirstByte, b.Silence = sdk.First, sdk.Gap
+		}
 		if d == 0 {
 			next.ServeHTTP(w, r)
 			return
@@ -75,16 +78,15 @@ func (s *server) clientDeadline(next http.Handler) http.Handler {
 }
 
 // untilWhole shortens r's deadline, for an answer written whole, to the
-// SDK's bound on the answer's beginning less ClientTimeoutMargin: the
-// headers of a whole answer come with its end. The write bound follows it
-// (boundWrites).
+// caller's bound on the answer's beginning (budget.Budget.FirstByte) less
+// ClientTimeoutMargin: the headers of a whole answer come with its end.
+// The write bound follows it (boundWrites).
 func (s *server) untilWhole(w http.ResponseWriter, r *http.Request) (*http.Request, context.CancelFunc) {
-	first := recordFrom(r.Context()).sdkTimeouts.First
 	b := budget.From(r.Context())
-	if first == 0 || b == nil || b.ClientTimeout > 0 && b.ClientTimeout <= first {
+	if b == nil || b.FirstByte == 0 || b.ClientTimeout > 0 && b.ClientTimeout <= b.FirstByte {
 		return r, func() {}
 	}
-	ctx, cancel := budget.ShortenForClient(r.Context(), first, s.ClientTimeoutMargin)
+	ctx, cancel := budget.ShortenForClient(r.Context(), b.FirstByte, s.ClientTimeoutMargin)
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = http.NewResponseController(w).SetWriteDeadline(deadline.Add(budget.AnswerGrace))
 	}
@@ -97,24 +99,26 @@ func (s *server) untilWhole(w http.ResponseWriter, r *http.Request) (*http.Reque
 var errFirstFrameLate = fmt.Errorf("no first frame within the caller's timeout: %w", budget.ErrClientTimeout)
 
 // firstFrameBy bounds the wait for a stream's first frame (a chunk, or
-// the first keep-alive) by the SDK's bound on the answer's beginning
-// (openaiwire.Timeouts.First) less ClientTimeoutMargin: then, if nothing
+// the first keep-alive) by the caller's bound on the answer's beginning
+// (budget.Budget.FirstByte) less ClientTimeoutMargin: then, if nothing
 // went out, es starts no more and stop is called. Once the stream has
 // begun it runs on the request's own deadline, with keep-alives often
-// enough for the SDK's read timer (openaiwire.Timeouts.KeepAlive). late
-// reports whether the bound passed first; done releases its timer.
+// enough for the caller's bound on a silence (Silence). late reports
+// whether the bound passed first; done releases its timer.
 func (s *server) firstFrameBy(r *http.Request, es *eventStream, stop func()) (late func() bool, done func()) {
-	sdk := recordFrom(r.Context()).sdkTimeouts
-	es.beatEvery(sdk.KeepAlive(keepAlive))
 	b := budget.From(r.Context())
-	if sdk.First == 0 || b == nil {
+	if b == nil {
+		return func() bool { return false }, func() {}
+	}
+	es.beatEvery(openaiwire.Timeouts{Gap: b.Silence}.KeepAlive(keepAlive))
+	if b.FirstByte == 0 {
 		return func() bool { return false }, func() {}
 	}
 	if b.ClientTimeout == 0 {
-		b.ClientTimeout = sdk.First
+		b.ClientTimeout = b.FirstByte
 	}
 	var passed atomic.Bool
-	t := time.AfterFunc(time.Until(b.Started.Add(sdk.First-s.ClientTimeoutMargin)), func() {
+	t := time.AfterFunc(time.Until(b.Started.Add(b.FirstByte-s.ClientTimeoutMargin)), func() {
 		if es.startNoMore() {
 			passed.Store(true)
 			stop()

@@ -261,16 +261,6 @@ func partialOf(err error) string {
 	return ""
 }
 
-// fail answers err in the request's dialect (speaks; timebox's unless a
-// route's middleware chose another), with failAs.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d := recordFrom(r.Context()).dialect
-	if d == nil {
-		d = timeboxDialect{}
-	}
-	s.failAs(w, r, err, d)
-}
-
 // A dialect writes the error table's rows as one wire dialect's answers:
 // its error body, and its x-should-retry header.
 type dialect interface {
@@ -298,13 +288,13 @@ func (timeboxDialect) shouldRetry(row errorRow) string {
 	return ""
 }
 
-// failAs answers err with its row of the error table, written by body, with
-// the status and the retry headers every dialect shares, and hands the
-// detail to the request's log line. A caller that went away gets nothing:
+// fail answers err with its row of the error table, written in the
+// request's dialect (speaks), with the status and the retry headers every
+// dialect shares, and hands the detail to the request's log line. A caller that went away gets nothing:
 // there is nobody to read it, and the text generated for it is counted as
 // abandoned. Text that had arrived goes with the error.
-func (s *server) failAs(w http.ResponseWriter, r *http.Request, err error, d dialect) {
-	rec := recordFrom(r.Context())
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	rec, d := recordFrom(r.Context()), dialectOf(r.Context())
 	s.note(r, err)
 	var partial *apiwire.PartialAnswer
 	if text := partialOf(err); text != "" {

@@ -14,7 +14,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/timebox-dev/timebox/internal/budget"
-	"github.com/timebox-dev/timebox/internal/openaiwire"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
 
@@ -46,9 +45,8 @@ const statusClientGone = 499
 // record is what a request's log line says beyond the request itself;
 // handlers fill it in (recordFrom).
 type record struct {
-	started          time.Time           // the budget's start
-	sdkTimeouts      openaiwire.Timeouts // what the OpenAI SDK's timeout headers bound (clientDeadline)
-	route            string              // the route's pattern when chi notes none (a 405)
+	started          time.Time // the budget's start
+	route            string    // the route's pattern when chi notes none (a 405)
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
@@ -84,8 +82,6 @@ type record struct {
 	// without quotas. reservation is the hold settleQuota settles.
 	quota       string
 	reservation *quota.Reservation
-	// dialect writes the request's errors; nil: timebox's (speaks).
-	dialect dialect
 }
 
 type recordKey struct{}

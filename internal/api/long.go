@@ -131,8 +131,8 @@ func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *htt
 
 // ownerOf is the verified caller, as a long answer's owner.
 func ownerOf(ctx context.Context) cursor.Owner {
-	rec := recordFrom(ctx)
-	return cursor.Owner{OID: rec.callerOID, TID: rec.callerTID}
+	c := callerOf(ctx)
+	return cursor.Owner{OID: c.OID, TID: c.TID}
 }
 
 // answerHop runs a hop and answers it: as server-sent events to a caller

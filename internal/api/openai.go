@@ -29,17 +29,32 @@ import (
 // openAIPrefix is where the OpenAI surface's routes live.
 const openAIPrefix = "/openai/"
 
-// speaks picks the dialect a request's errors are written in, from its
-// path: OpenAI's under /openai/, so that every refusal an SDK can meet
-// (the Origin check, the caller check, a 404 or a 405, a body too large)
-// is one it can read; timebox's elsewhere.
+// speaks puts in the request's context the dialect its errors are written
+// in (fail), chosen by its path: OpenAI's under /openai/, so that every
+// refusal an SDK can meet (the Origin check, the caller check, a 404 or a
+// 405, a body too large) is one it can read; timebox's elsewhere. It is
+// the path, not a route group, that chooses: the refusals that come
+// before any route matches (the Origin check, a method chi does not know,
+// which its root answers before any subrouter) must speak it too.
 func (s *server) speaks(next http.Handler) http.Handler {
+	openAI := openAIDialect{fastFailure: s.FastFailure}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, openAIPrefix) {
-			recordFrom(r.Context()).dialect = openAIDialect{fastFailure: s.FastFailure}
+			r = r.WithContext(context.WithValue(r.Context(), dialectKey{}, openAI))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+type dialectKey struct{}
+
+// dialectOf is the dialect ctx's request speaks (speaks): timebox's
+// unless it is OpenAI's.
+func dialectOf(ctx context.Context) dialect {
+	if d, ok := ctx.Value(dialectKey{}).(dialect); ok {
+		return d
+	}
+	return timeboxDialect{}
 }
 
 // openAIDialect writes errors as OpenAI's API does, and says

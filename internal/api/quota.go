@@ -44,7 +44,7 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	if s.Quota == nil {
 		return nil
 	}
-	rec := recordFrom(ctx)
+	rec, who := recordFrom(ctx), callerOf(ctx)
 	prompt := call.fit.PromptTokens
 	if prompt == 0 {
 		// Fitting did not count a small prompt; the reservation needs it.
@@ -57,7 +57,7 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 		deadline = time.Now().Add(s.LongAnswers.Limit)
 	}
 	req := quota.Request{
-		ID: requestID(ctx), OID: rec.callerOID, TID: rec.callerTID, Deployment: s.Deployment,
+		ID: requestID(ctx), OID: who.OID, TID: who.TID, Deployment: s.Deployment,
 		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline, ChargeOnLapse: call.long,
 	}
 	res, err := s.Quota.Reserve(ctx, req)
@@ -169,12 +169,12 @@ func quotaMetadata(ctx context.Context) map[string]string {
 // retried continue, another instance) charge it once. whole says the
 // hop's text is the answer from its start (a caller that does not stream).
 func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status int, whole bool) {
-	rec := recordFrom(ctx)
+	rec, who := recordFrom(ctx), callerOf(ctx)
 	if s.Quota == nil || res == nil {
 		return
 	}
 	if rec.reservation == nil && res.Metadata[quotaRefKey] != "" {
-		r, err := quota.ParseRef(res.Metadata[quotaRefKey], rec.callerOID, rec.callerTID)
+		r, err := quota.ParseRef(res.Metadata[quotaRefKey], who.OID, who.TID)
 		if err != nil {
 			rec.err = errors.Join(rec.err, err)
 			return
@@ -236,8 +236,8 @@ func (s *server) handleUsage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var out UsageResponse
 		if s.Quota != nil {
-			rec := recordFrom(r.Context())
-			u, err := s.Quota.Usage(r.Context(), rec.callerOID, rec.callerTID)
+			rec, who := recordFrom(r.Context()), callerOf(r.Context())
+			u, err := s.Quota.Usage(r.Context(), who.OID, who.TID)
 			if unavailable := (*quota.UnavailableError)(nil); errors.As(err, &unavailable) {
 				rec.quota = quotaUnavailable
 			}

@@ -47,6 +47,13 @@ type Budget struct {
 	Deadline time.Time
 	// ClientTimeout is the caller's x-client-timeout-ms, 0 when not sent.
 	ClientTimeout time.Duration
+	// FirstByte bounds, from Started, the caller's wait for the answer's
+	// beginning (an OpenAI SDK's timeout on the answer's headers); 0: the
+	// caller sets no such bound.
+	FirstByte time.Duration
+	// Silence is the longest silence the caller keeps waiting through on
+	// an answer under way (an OpenAI SDK's read timeout); 0: no bound.
+	Silence time.Duration
 }
 
 type key struct{}

@@ -142,3 +142,18 @@ type Anonymous struct{}
 
 // Check returns the anonymous caller.
 func (Anonymous) Check(context.Context, *http.Request) (Caller, error) { return Caller{}, nil }
+
+type contextKey struct{}
+
+// NewContext returns ctx carrying c, the request's verified caller.
+func NewContext(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, contextKey{}, c)
+}
+
+// FromContext is the verified caller ctx carries, and whether it carries
+// one: a request not checked has none (the zero Caller is the anonymous
+// caller of AUTH_MODE=none, which a check does put there).
+func FromContext(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(contextKey{}).(Caller)
+	return c, ok
+}
