@@ -107,6 +107,8 @@ func rowFor(err error) errorRow {
 	case errors.As(err, &maxErr):
 		return errorRow{status: http.StatusRequestEntityTooLarge, code: apiwire.CodeBodyTooLarge,
 			msg: fmt.Sprintf("The request is larger than the %s allowed. Send fewer or smaller documents.", sizeForPeople(maxErr.Limit))}
+	case errors.As(err, &step) && step.Step == quota.StepName:
+		return quotaStepRow(step)
 	case errors.As(err, &step):
 		code, what := apiwire.CodeFetchTimeout, "Reading the page "+step.Name
 		if step.Step == "extract" {
@@ -143,6 +145,24 @@ func rowFor(err error) errorRow {
 		return row
 	}
 	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeInternalError, msg: "Something went wrong on our side."}
+}
+
+// quotaStepRow is the answer when the quota store was still being asked
+// as the request's own time ran out (the store's own deadline is
+// quota_unavailable, retryable): it names the store, not the AI service
+// or documents that were never sent. A question was not sent; a usage read
+// has no number to show.
+func quotaStepRow(step *budget.StepTimeout) errorRow {
+	when := fmt.Sprintf("within %s", step.Timeout.Round(100*time.Millisecond))
+	if step.Request > 0 {
+		when = fmt.Sprintf("before the request's time (%s in all) ran out", step.Request.Round(100*time.Millisecond))
+	}
+	what := "your token quota could not be checked, so the question was not sent"
+	if step.Name == quota.OpUsage {
+		what = "your token usage could not be read"
+	}
+	return errorRow{status: http.StatusInternalServerError, code: apiwire.CodeDeadlineExceeded,
+		msg: fmt.Sprintf("The quota store did not answer %s: %s. Try again in a moment, or allow more time.", when, what)}
 }
 
 // callerRow never says more than the kind: the detail (which check

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/apiwire"
-	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
@@ -70,7 +69,6 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	var (
 		exceeded    *quota.ExceededError
 		unavailable *quota.UnavailableError
-		step        *budget.StepTimeout
 	)
 	switch {
 	case err == nil:
@@ -84,9 +82,6 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 		return nil
 	case errors.As(err, &unavailable):
 		rec.quota = quotaUnavailable
-	case errors.As(err, &step) && step.Step == "quota":
-		// The request's own time ran out while the store was asked.
-		return errors.Join(errNoTimeForUpstream, err)
 	}
 	return err
 }

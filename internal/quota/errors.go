@@ -84,13 +84,25 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%d min", mins)
 }
 
+// StepName is the step (budget.StepTimeout.Step) of every call to the
+// store, and the Op* constants its names (budget.StepTimeout.Name, and
+// UnavailableError.Op): a request whose own time runs out while the store
+// is asked ends with that step as its cause.
+const (
+	StepName  = "quota"
+	OpReserve = "reserve"
+	OpSettle  = "settle"
+	OpCharge  = "charge"
+	OpUsage   = "usage"
+)
+
 // UnavailableRetryAfter is the wait an unreachable store's answer asks for.
 const UnavailableRetryAfter = 5 * time.Second
 
 // UnavailableError is a store that could not be reached or did not answer
 // within its step deadline: the quota could not be checked (or settled).
 type UnavailableError struct {
-	// Op is "reserve", "settle" or "usage".
+	// Op is OpReserve, OpSettle, OpCharge or OpUsage.
 	Op  string
 	Err error
 }

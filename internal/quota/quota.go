@@ -290,10 +290,10 @@ func (b Billed) estimate(l *ledger, now time.Time) int64 {
 // reached within the step deadline, ErrDuplicate for an id already
 // reserved, or ctx's cause when the request's own deadline came first.
 func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) {
-	step, cancel := budget.Step(ctx, "quota", "reserve", s.step)
+	step, cancel := budget.Step(ctx, StepName, OpReserve, s.step)
 	defer cancel()
 	res, err := s.reserve(step, req)
-	return res, classify(ctx, step, "reserve", err)
+	return res, classify(ctx, step, OpReserve, err)
 }
 
 // Settle charges res's windows what b cost in all (at most what res held),
@@ -304,9 +304,9 @@ func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) 
 // under a step deadline of its own. A reservation that cannot be settled
 // lapses at its expiry.
 func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
-	step, cancel := budget.Step(context.WithoutCancel(ctx), "quota", "settle", s.step)
+	step, cancel := budget.Step(context.WithoutCancel(ctx), StepName, OpSettle, s.step)
 	defer cancel()
-	return classify(step, step, "settle", s.settle(step, res, b))
+	return classify(step, step, OpSettle, s.settle(step, res, b))
 }
 
 // ChargeHop charges res's windows what a long answer's hop that handed out
@@ -316,9 +316,9 @@ func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
 // or one before the last charged, does nothing. Like Settle, it runs under
 // a step deadline of its own.
 func (s *Store) ChargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
-	step, cancel := budget.Step(context.WithoutCancel(ctx), "quota", "charge", s.step)
+	step, cancel := budget.Step(context.WithoutCancel(ctx), StepName, OpCharge, s.step)
 	defer cancel()
-	return classify(step, step, "charge", s.chargeHop(step, res, hop, seen))
+	return classify(step, step, OpCharge, s.chargeHop(step, res, hop, seen))
 }
 
 // Window is one window's tokens.
@@ -341,10 +341,10 @@ type Usage struct {
 
 // Usage reads the caller's windows as they are now. Its errors are Reserve's.
 func (s *Store) Usage(ctx context.Context, oid, tid string) (Usage, error) {
-	step, cancel := budget.Step(ctx, "quota", "usage", s.step)
+	step, cancel := budget.Step(ctx, StepName, OpUsage, s.step)
 	defer cancel()
 	u, err := s.usage(step, oid, tid)
-	return u, classify(ctx, step, "usage", err)
+	return u, classify(ctx, step, OpUsage, err)
 }
 
 // classify returns err as the package's contract says: nil, an error of
