@@ -240,16 +240,25 @@ type Seen struct {
 	// Whole is true when Tokens counts the answer from its start (a hop
 	// read whole), not from where the hop's cursor stood.
 	Whole bool
+	// Before is what the hops before this one received, as the hop's
+	// sealed cursor says (0 for the first hop): where Tokens start.
+	Before int
 }
 
-// through is the tokens received through this hop, when the hops before
-// it received before.
-func (sn Seen) through(before int64) int64 {
+// Through is the tokens of the answer received through this hop, from its
+// start.
+func (sn Seen) Through() int64 {
 	if sn.Whole {
-		return max(before, int64(sn.Tokens))
+		return int64(max(sn.Before, sn.Tokens))
 	}
-	return before + int64(sn.Tokens)
+	return int64(sn.Before) + int64(sn.Tokens)
 }
+
+// through is the tokens received through this hop, when the hops charged
+// before it received before: the furthest either reached. A hop read
+// again from an older cursor (a retry, a replay) reaches no further than
+// the hops charged already, unless it reads past them.
+func (sn Seen) through(before int64) int64 { return max(before, sn.Through()) }
 
 // Total is every billed token.
 func (b Billed) Total() int64 { return int64(b.Prompt) + int64(b.Completion) + int64(b.Abandoned) }
@@ -312,9 +321,11 @@ func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
 // ChargeHop charges res's windows what a long answer's hop that handed out
 // a cursor received (seen; the counted prompt too, on the first hop
 // charged) and keeps the rest held, so that a generation whose caller
-// never comes back has paid for what it was given. Charging a hop again,
-// or one before the last charged, does nothing. Like Settle, it runs under
-// a step deadline of its own.
+// never comes back has paid for what it was given. What is charged is
+// the furthest into the answer any hop reached (seen.Through, from the
+// hop's sealed cursor), so charging a hop again, or one read again from
+// an older cursor, charges only what it received past that. Like Settle,
+// it runs under a step deadline of its own.
 func (s *Store) ChargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
 	step, cancel := budget.Step(context.WithoutCancel(ctx), StepName, OpCharge, s.step)
 	defer cancel()

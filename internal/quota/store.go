@@ -153,14 +153,15 @@ func (s *Store) settle(ctx context.Context, res *Reservation, b Billed) error {
 func (s *Store) chargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
 	return s.apply(ctx, res, func(l *ledger, now time.Time) (int64, map[string]any, bool) {
 		received := seen.through(l.received)
-		if l.hop >= hop || l.prompt+received < l.charged {
-			// This hop, or a later one, was charged already (a retried
-			// continue, on this instance or another), or the whole hold
-			// was, when it lapsed.
+		if (l.hop > 0 && received <= l.received) || l.prompt+received < l.charged {
+			// Nothing received past what was charged already (a retried
+			// or replayed continue, on this instance or another, or a
+			// hop that received nothing, which leaves the pace as it
+			// was), or the whole hold was charged, when it lapsed.
 			return 0, nil, false
 		}
 		row := map[string]any{
-			"ChargedHop": int32(hop),
+			"ChargedHop": int32(max(l.hop, hop)),
 			"Received":   aztables.EDMInt64(received),
 			"ReceivedAt": aztables.EDMDateTime(now.UTC()),
 		}

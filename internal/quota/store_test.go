@@ -428,10 +428,12 @@ func ledgerRow(t *testing.T, f *fixture, id string) map[string]any {
 }
 
 // A long answer's hops that hand out a cursor are charged what they
-// received, the prompt with the first, once each on any instance, and the
-// rest stays held; the end charges only what is left of Azure's usage,
-// less than nothing when the hops were charged more.
-func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
+// received, the prompt with the first, on any instance, and the rest stays
+// held: what is charged is the furthest into the answer a hop reached (its
+// cursor's Before and what it received), so a retried or replayed hop
+// charges only what it read past that. The end charges only what is left
+// of Azure's usage, less than nothing when the hops were charged more.
+func TestHopsChargedToTheFurthestReachThenTheRest(t *testing.T) {
 	f := setup(t, 10_000, 0)
 	s, other := f.store(t), f.store(t)
 	ctx := t.Context()
@@ -443,20 +445,22 @@ func TestHopsChargedOnceEachThenTheRest(t *testing.T) {
 
 	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
 	require.NoError(t, err)
-	require.NoError(t, other.ChargeHop(ctx, ref, 1, quota.Seen{Tokens: 150}), "a retried hop 1")
-	require.NoError(t, other.ChargeHop(ctx, ref, 2, quota.Seen{Tokens: 200}))
-	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 200}), "a retried hop 2")
-	require.NoError(t, s.ChargeHop(ctx, res, 3, quota.Seen{Tokens: 350, Whole: true}), "read whole: 50 more")
+	require.NoError(t, other.ChargeHop(ctx, ref, 2, quota.Seen{Before: 100, Tokens: 200}))
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Before: 100, Tokens: 200}), "a retried hop 2")
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Before: 100, Tokens: 150}), "a replayed hop 2 that stopped sooner")
+	require.NoError(t, s.ChargeHop(ctx, res, 3, quota.Seen{Before: 300, Tokens: 350, Whole: true}), "read whole: 50 more")
 	assert.Equal(t, quota.Window{Used: 650, Reserved: 674, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, userDay(t, s))
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Before: 100, Tokens: 300}), "hop 2's cursor replayed, reading 50 past hop 3")
+	assert.Equal(t, quota.Window{Used: 700, Reserved: 624, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, userDay(t, s))
 	m := ledgerRow(t, f, "hops")
-	assert.EqualValues(t, 3, m["ChargedHop"])
-	assert.Equal(t, "350", m["Received"])
-	assert.Equal(t, "650", m["Charged"])
+	assert.EqualValues(t, 3, m["ChargedHop"], "the latest hop charged")
+	assert.Equal(t, "400", m["Received"])
+	assert.Equal(t, "700", m["Charged"])
 	assert.Equal(t, "reserved", m["State"])
 
 	require.NoError(t, other.Settle(ctx, ref, quota.Billed{Prompt: 290, Completion: 340, Status: 200, ResponseID: "resp_1", Hop: 4, Outcome: "completed"}))
 	assert.Equal(t, quota.Window{Used: 630, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, userDay(t, s), "Azure's usage, once")
-	require.NoError(t, s.ChargeHop(ctx, res, 4, quota.Seen{Tokens: 10}))
+	require.NoError(t, s.ChargeHop(ctx, res, 4, quota.Seen{Before: 400, Tokens: 10}))
 	assert.EqualValues(t, 630, userDay(t, s).Used, "nothing after the end")
 	assert.Equal(t, "630", ledgerRow(t, f, "hops")["Charged"])
 }
@@ -488,8 +492,8 @@ func TestUnreportedCostIsEstimated(t *testing.T) {
 	f := setup(t, 100_000, 0)
 	s := f.store(t)
 	ctx := t.Context()
-	cancelled := func(unseen bool, seen int) quota.Billed {
-		return quota.Billed{Unreported: true, Seen: quota.Seen{Tokens: seen}, RanUnseen: unseen, Status: 204, ResponseID: "resp_2", Hop: 2, Outcome: "cancelled"}
+	cancelled := func(unseen bool, before, seen int) quota.Billed {
+		return quota.Billed{Unreported: true, Seen: quota.Seen{Before: before, Tokens: seen}, RanUnseen: unseen, Status: 204, ResponseID: "resp_2", Hop: 2, Outcome: "cancelled"}
 	}
 	charged := func(id string) string { return ledgerRow(t, f, id)["Charged"].(string) }
 	reserve := func(id string) *quota.Reservation {
@@ -502,7 +506,7 @@ func TestUnreportedCostIsEstimated(t *testing.T) {
 	f.clock.add(100 * time.Second)
 	require.NoError(t, s.ChargeHop(ctx, between, 1, quota.Seen{Tokens: 200})) // 2 tokens a second
 	f.clock.add(50 * time.Second)
-	require.NoError(t, s.Settle(ctx, between, cancelled(true, 0)))
+	require.NoError(t, s.Settle(ctx, between, cancelled(true, 200, 0)))
 	assert.Equal(t, "600", charged("between"), "300 + 200 + 2/s for 50 s")
 	m := ledgerRow(t, f, "between")
 	assert.Equal(t, true, m["UsageUnreported"])
@@ -512,19 +516,19 @@ func TestUnreportedCostIsEstimated(t *testing.T) {
 	f.clock.add(100 * time.Second)
 	require.NoError(t, s.ChargeHop(ctx, midHop, 1, quota.Seen{Tokens: 200}))
 	f.clock.add(50 * time.Second)
-	require.NoError(t, s.Settle(ctx, midHop, cancelled(false, 90)))
+	require.NoError(t, s.Settle(ctx, midHop, cancelled(false, 200, 90)))
 	assert.Equal(t, "590", charged("midhop"), "what the hops received: nothing unwatched")
 
 	long := reserve("long")
 	f.clock.add(100 * time.Second)
 	require.NoError(t, s.ChargeHop(ctx, long, 1, quota.Seen{Tokens: 200}))
 	f.clock.add(time.Hour)
-	require.NoError(t, s.Settle(ctx, long, cancelled(true, 0)))
+	require.NoError(t, s.Settle(ctx, long, cancelled(true, 200, 0)))
 	assert.Equal(t, "1324", charged("long"), "never more than the hold")
 
 	unpaced := reserve("unpaced")
 	f.clock.add(100 * time.Second)
-	require.NoError(t, s.Settle(ctx, unpaced, cancelled(true, 0)))
+	require.NoError(t, s.Settle(ctx, unpaced, cancelled(true, 0, 0)))
 	assert.Equal(t, "1324", charged("unpaced"), "no pace seen: the whole hold")
 
 	day := userDay(t, s)
@@ -559,7 +563,7 @@ func TestLapsedLongAnswerHoldIsCharged(t *testing.T) {
 	assert.EqualValues(t, 1324, userDay(t, s).Used, "charged once")
 	assert.EqualValues(t, 200, userDay(t, s).Reserved)
 
-	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Tokens: 100}))
+	require.NoError(t, s.ChargeHop(ctx, res, 2, quota.Seen{Before: 100, Tokens: 100}))
 	assert.EqualValues(t, 1324, userDay(t, s).Used, "a hop after the lapse charges nothing")
 	ref, err := quota.ParseRef(res.Ref(), "user-1", "tenant-1")
 	require.NoError(t, err)
