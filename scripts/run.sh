@@ -56,6 +56,12 @@ if [ -z "${QUOTA_TABLE_ENDPOINT:-}" ] && [ "${QUOTA_USER_DAILY_TOKENS:-}" != 0 ]
   export QUOTA_TABLE_ENDPOINT="http://127.0.0.1:$AZURITE_TABLE_PORT/devstoreaccount1" QUOTA_USER_DAILY_TOKENS=${QUOTA_USER_DAILY_TOKENS:-2000}
   echo "quotas: Azurite on $QUOTA_TABLE_ENDPOINT (log: bin/azurite.log), $QUOTA_USER_DAILY_TOKENS tokens per user and day"
 fi
+# Long answers' cursor key (CURSOR_KEYS), made once and kept in bin/: a restarted handler still opens the
+# cursors it handed out before.
+if [ -z "${CURSOR_KEYS:-}" ]; then
+  [ -s bin/cursor.key ] || (umask 077 && head -c 32 /dev/urandom | base64 > bin/cursor.key)
+  export CURSOR_KEYS=$(cat bin/cursor.key)
+fi
 # The demo page's origin, so its calls are allowed (against the simulator or a real endpoint alike).
 export ALLOWED_ORIGINS=${ALLOWED_ORIGINS:-http://127.0.0.1:$DEMO_PORT,http://localhost:$DEMO_PORT}
 

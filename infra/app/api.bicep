@@ -47,6 +47,9 @@ param quotaTable string
 param quotaUserDailyTokens string
 param quotaTenantMonthlyTokens string
 param quotaFailOpen string
+@secure()
+@description('CURSOR_KEYS: the cursor key, and the one before a rotation, each in base64.')
+param cursorKeys string
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -107,6 +110,7 @@ var handlerSettings = {
   QUOTA_USER_DAILY_TOKENS: quotaUserDailyTokens
   QUOTA_TENANT_MONTHLY_TOKENS: quotaTenantMonthlyTokens
   QUOTA_FAIL_OPEN: quotaFailOpen
+  CURSOR_KEYS: cursorKeys
 }
 
 // What the Functions host reads: its storage by identity (no connection string), and Application Insights

@@ -14,6 +14,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/admission"
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/caller"
+	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/tokens"
 )
@@ -82,6 +83,9 @@ type Options struct {
 	// model supports it); nil keeps Chat Completions, and continue and
 	// cancel answer 404.
 	LongAnswers *longanswer.Hops
+	// Cursors seal the cursors of long answers and open them (CURSOR_KEYS,
+	// bound to Deployment); required with LongAnswers.
+	Cursors *cursor.Keys
 
 	Logger    *slog.Logger
 	Chat      Completer

@@ -100,7 +100,9 @@ func (s *server) handleCancel() http.Handler {
 }
 
 // decodeCursor reads the cursor of a continue or a cancel: a cursor that
-// does not parse is not found, as one that is not the caller's.
+// does not open (edited, forged, another deployment's, sealed under a key
+// no longer kept) is not found, as one that is not the caller's, before
+// anything goes upstream.
 func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *http.Request) (cursor.Cursor, error) {
 	if s.LongAnswers == nil {
 		return cursor.Cursor{}, errCursorNotFound
@@ -122,11 +124,20 @@ func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *htt
 	if req.Cursor == "" {
 		return cursor.Cursor{}, invalid("cursor is required.")
 	}
-	c, err := cursor.Parse(req.Cursor)
+	c, err := s.Cursors.Open(req.Cursor)
 	if err != nil {
 		return cursor.Cursor{}, errCursorNotFound
 	}
 	return c, nil
+}
+
+// sealNext is the cursor a hop hands out, sealed: res.Next with what the
+// hops delivered through this one (whole: this hop's text is the answer
+// from its start), which the next hop's charge starts from.
+func (s *server) sealNext(rec *record, res *longanswer.Result, whole bool) string {
+	next := *res.Next
+	next.Received = int(seenOf(rec, res, whole).Through())
+	return s.Cursors.Seal(next)
 }
 
 // ownerOf is the verified caller, as a long answer's owner.
@@ -157,7 +168,7 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(continuePoll), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(continuePoll.Milliseconds(), 10))
 		stampTiming(w, r)
-		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: res.Next.String(),
+		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: s.sealNext(rec, res, true),
 			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: rec.hopTokens}})
 		_, _ = sendWhole(w)
 		s.chargeHop(ctx, res, true)
@@ -205,7 +216,7 @@ func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Res
 		rec.code = a.code
 		es.last(eventError, streamError(ctx, a, es.sentDelta()))
 	case res.Next != nil:
-		es.last(eventContinue, apiwire.Continue{Cursor: res.Next.String()})
+		es.last(eventContinue, apiwire.Continue{Cursor: s.sealNext(rec, res, false)})
 	default:
 		es.last(eventDone, longResponse(ctx, res, fit))
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/apiwire"
 	"github.com/timebox-dev/timebox/internal/azuritetest"
-	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 	"github.com/timebox-dev/timebox/internal/quota"
 	"github.com/timebox-dev/timebox/internal/tokens"
@@ -118,7 +117,8 @@ func generated(t *testing.T, h *harness) int64 {
 // hop that sees the end charges what is left of the usage Azure reported,
 // so the charges add up to it exactly, once; the caller reading its usage
 // as the answer arrives finds it counted. A retried continue (the same
-// cursor), in the middle or at the end, charges nothing more.
+// cursor) charges only what it read past the hops before; at the end,
+// nothing more.
 func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -132,13 +132,17 @@ func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 		assert.Equal(t, charged, day.Used, "the prompt and what hop 1 received")
 		assert.Equal(t, num(t, first["quotaReserved"])-charged, day.Reserved, "the rest held")
 
-		// Hop 2, then the same cursor again: charged once.
+		// Hop 2, then the same cursor again: what both received is
+		// charged once, and only what the second read past the first.
 		c := continueOf(t, ans.last())
 		h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
-		charged += num(t, hopLines(h)[1]["hopTokens"])
-		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "hop 2's tokens")
+		hop2 := num(t, hopLines(h)[1]["hopTokens"])
+		assert.Equal(t, charged+hop2, usageOf(t, h).User.Day.Used, "hop 2's tokens")
 		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
-		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "a retried continue charges nothing more")
+		retried := num(t, hopLines(h)[2]["hopTokens"])
+		require.Greater(t, retried, hop2, "the generation ran on: the retry read further")
+		charged += retried
+		assert.Equal(t, charged, usageOf(t, h).User.Day.Used, "a retried continue charges what it read past hop 2, no more")
 
 		last, c, hops := followHops(t, h, ans)
 		hops++ // hop 1; the retried hop 2 began followHops' count
@@ -411,10 +415,7 @@ func TestAnotherCallersCursorSettlesNothing(t *testing.T) {
 		assert.Equal(t, before.Used, day.Used)
 		assert.EqualValues(t, 0, usage(as(bob)).User.Day.Used)
 
-		parsed, err := cursor.Parse(c)
-		require.NoError(t, err)
-		parsed.After, parsed.Offset = 0, 0
-		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(parsed.String()), true, alice...)
+		ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true, alice...)
 		for ans.last().typ == "continue" {
 			ans = h.send(context.Background(), "/api/chat/continue", cursorBody(continueOf(t, ans.last())), true, alice...)
 		}
@@ -465,4 +466,60 @@ func TestLongAnswerFirstHopBrokenIsCancelledAndCharged(t *testing.T) {
 		assert.Equal(t, "failed", row["Outcome"])
 		assert.Equal(t, true, row["UsageUnreported"])
 	})
+}
+
+// A caller cannot lower its charge by editing its cursor: every edit (the
+// hop set back, what it received set back, where it goes on) is 404, so a
+// long answer read through edited cursors, then cancelled (charged the
+// estimate that reads the hops' numbers), is charged exactly what the same
+// answer read honestly is. Replaying an older cursor, which opens, reads
+// from an earlier place and charges what it reads past the hops before
+// (TestLongAnswerChargedOnceWithItsUsage).
+func TestEditedCursorsCannotLowerTheCharge(t *testing.T) {
+	az := azuritetest.Start(t)
+	edits := []func(f []string){
+		func(f []string) { f[3] = "2" },                // the hop set back
+		func(f []string) { f[5] = "0" },                // nothing received before
+		func(f []string) { f[3], f[5] = "2", "0" },     // both
+		func(f []string) { f[2], f[4] = "0", "0" },     // from the start again
+		func(f []string) { f[5] = f[5] + "0" },         // more received, for luck
+		func(f []string) { f[1] = f[1][:len(f[1])-1] }, // another response
+	}
+	run := func(table string, edit bool) (used int64, hops []map[string]any) {
+		synctest.Test(t, func(t *testing.T) {
+			h := longQuotaHarness(t, az, 100_000, map[string]string{"QUOTA_TABLE": table})
+			try := func(path, c string) {
+				if !edit {
+					return
+				}
+				for _, e := range edits {
+					edited := editFields(t, c, e)
+					if edited == c {
+						continue // the first cursor's hop is 2 already
+					}
+					got := h.send(context.Background(), path, cursorBody(edited), true)
+					assert.Equal(t, http.StatusNotFound, got.resp.StatusCode, "%s: an edited cursor", path)
+				}
+			}
+			ans := h.send(context.Background(), "/api/chat", ask(long600), true)
+			for range 2 {
+				c := continueOf(t, ans.last())
+				try("/api/chat/continue", c)
+				ans = h.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
+			}
+			c := continueOf(t, ans.last())
+			try("/api/chat/continue", c)
+			try("/api/chat/cancel", c)
+			got := h.send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
+			require.Equal(t, http.StatusNoContent, got.resp.StatusCode)
+			used = usageOf(t, h).User.Day.Used
+			hops = hopLines(h)
+		})
+		return used, hops
+	}
+	honest, honestHops := run("honest", false)
+	edited, editedHops := run("edited", true)
+	require.Positive(t, honest)
+	assert.Equal(t, honest, edited, "read through edited cursors, charged as the honest answer")
+	assert.Greater(t, len(editedHops), len(honestHops)+3*len(edits), "each edit answered, and logged, as a hop refused")
 }

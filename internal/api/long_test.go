@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/apiwire"
+	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/memnet"
 )
 
@@ -28,9 +31,13 @@ import (
 // long600 is a generation of 600 s: hops of under 200 s take four.
 const long600 = "Count to 300, with a comma between each number, no newlines and a period at the end. [[sim:long s=600]]"
 
+// cursorKey is the long-answer harness's CURSOR_KEYS: tests seal cursors
+// with it as well, to make what only a holder of the key could.
+var cursorKey = bytes.Repeat([]byte{0x5c}, cursor.MinKeyBytes)
+
 func longHarness(t *testing.T, env map[string]string) *harness {
 	t.Helper()
-	settings := map[string]string{"AZURE_OPENAI_DEPLOYMENT": "o3"}
+	settings := map[string]string{"AZURE_OPENAI_DEPLOYMENT": "o3", "CURSOR_KEYS": base64.StdEncoding.EncodeToString(cursorKey)}
 	for k, v := range env {
 		settings[k] = v
 	}
@@ -206,9 +213,11 @@ func TestLongAnswerJSONAcrossHops(t *testing.T) {
 }
 
 // A cancel between hops reaches upstream and answers 204; cancelling it
-// again (it has ended) is not an error. A tampered or unknown cursor is
-// 404 not_found, with nothing relayed and, for one that does not parse,
-// no upstream call.
+// again (it has ended) is not an error. A cursor timebox did not seal, or
+// sealed and someone edited (forged, cut short, any one character
+// changed, its fields changed under the seal, another deployment's), is
+// 404 not_found on both routes, with no upstream call: nothing relayed,
+// nothing cancelled.
 func TestLongAnswerCancelAndBadCursors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := longHarness(t, nil)
@@ -216,7 +225,33 @@ func TestLongAnswerCancelAndBadCursors(t *testing.T) {
 		c := continueOf(t, ans.last())
 		id := h.responseID()
 
-		for _, bad := range []string{c[:len(c)/2], "not-a-cursor", strings.ToUpper(c), c + "!"} {
+		sealed, err := cursor.NewKeys([][]byte{cursorKey}, "o3")
+		require.NoError(t, err)
+		real, err := sealed.Open(c)
+		require.NoError(t, err)
+		otherKey, err := cursor.NewKeys([][]byte{bytes.Repeat([]byte{1}, cursor.MinKeyBytes)}, "o3")
+		require.NoError(t, err)
+		otherDeployment, err := cursor.NewKeys([][]byte{cursorKey}, "o4-mini")
+		require.NoError(t, err)
+		lowered := real
+		lowered.Hop, lowered.Received = 2, 0
+		bad := []string{
+			c[:len(c)/2], c[:len(c)-1], "not-a-cursor", strings.ToUpper(c), c + "!", c + "A",
+			otherKey.Seal(real),                                                // forged: sealed under a key timebox does not hold
+			otherDeployment.Seal(real),                                         // another deployment's
+			editFields(t, c, func(f []string) { f[2] = "0" }),                  // After set back, the seal kept
+			editFields(t, c, func(f []string) { f[5] = "0" }),                  // Received set back
+			base64.RawURLEncoding.EncodeToString([]byte("1:" + id + ":3:2:0")), // version 1: unsealed
+		}
+		for i := range len(c) {
+			// Every character changed once.
+			r := byte('A')
+			if c[i] == r {
+				r = 'B'
+			}
+			bad = append(bad, c[:i]+string(r)+c[i+1:])
+		}
+		for _, bad := range bad {
 			before := h.sim.Stats().Requests
 			for _, path := range []string{"/api/chat/continue", "/api/chat/cancel"} {
 				got := h.send(context.Background(), path, cursorBody(bad), true)
@@ -225,12 +260,14 @@ func TestLongAnswerCancelAndBadCursors(t *testing.T) {
 				assert.Contains(t, got.events[0].data, `"code":"not_found"`)
 				assert.NotEmpty(t, got.resp.Header.Get("Access-Control-Allow-Origin"), "CORS headers on the 404")
 			}
-			assert.Equal(t, before, h.sim.Stats().Requests, "no upstream call for a cursor that does not parse")
+			assert.Equal(t, before, h.sim.Stats().Requests, "no upstream call for a cursor that does not open")
 		}
+		info, _ := h.sim.Generation(id)
+		assert.Equal(t, "in_progress", info.Status, "nothing cancelled")
 
 		got := h.send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
 		assert.Equal(t, http.StatusNoContent, got.resp.StatusCode, got.events)
-		info, _ := h.sim.Generation(id)
+		info, _ = h.sim.Generation(id)
 		assert.Equal(t, "cancelled", info.Status, "the cancel reaches upstream")
 		got = h.send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
 		assert.Equal(t, http.StatusNoContent, got.resp.StatusCode, "cancelling one that has ended is not an error")
@@ -238,6 +275,18 @@ func TestLongAnswerCancelAndBadCursors(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, got.resp.StatusCode, "a cancelled answer cannot be continued")
 		assert.Empty(t, got.text(t))
 	})
+}
+
+// editFields is the cursor c with its fields changed by edit and its seal
+// kept: what a caller who holds no key can make of a cursor it was given.
+func editFields(t *testing.T, c string, edit func(fields []string)) string {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	require.NoError(t, err)
+	const seal = 32 // HMAC-SHA256
+	fields := strings.Split(string(b[:len(b)-seal]), ":")
+	edit(fields)
+	return base64.RawURLEncoding.EncodeToString(append([]byte(strings.Join(fields, ":")), b[len(b)-seal:]...))
 }
 
 // A caller that leaves during a hop has the generation cancelled upstream:

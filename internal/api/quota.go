@@ -190,7 +190,7 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 	}
 	billed := quota.Billed{
 		Prompt: res.Usage.PromptTokens, Completion: res.Usage.CompletionTokens,
-		Unreported: res.Usage.TotalTokens == 0, Seen: quota.Seen{Tokens: rec.hopTokens, Whole: whole},
+		Unreported: res.Usage.TotalTokens == 0, Seen: seenOf(rec, res, whole),
 		RanUnseen: res.Unwatched, Status: status, ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
 	}
 	s.settle(ctx, rec, billed)
@@ -211,9 +211,16 @@ func (s *server) chargeHop(ctx context.Context, res *longanswer.Result, whole bo
 		return
 	}
 	start := time.Now()
-	err := s.Quota.ChargeHop(ctx, rec.reservation, res.Hop, quota.Seen{Tokens: rec.hopTokens, Whole: whole})
+	err := s.Quota.ChargeHop(ctx, rec.reservation, res.Hop, seenOf(rec, res, whole))
 	rec.since("quotaCharge", start)
 	rec.err = errors.Join(rec.err, err)
+}
+
+// seenOf is what a long answer's hop received: the tokens it delivered,
+// counted as they came, from where its sealed cursor says the hops before
+// it stopped (never a number the caller sends).
+func seenOf(rec *record, res *longanswer.Result, whole bool) quota.Seen {
+	return quota.Seen{Tokens: rec.hopTokens, Whole: whole, Before: res.Received}
 }
 
 // UsageResponse is the 200 answer of GET /api/usage (apiwire.Usage).

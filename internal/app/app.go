@@ -27,6 +27,7 @@ import (
 	"github.com/timebox-dev/timebox/internal/api"
 	"github.com/timebox-dev/timebox/internal/caller"
 	"github.com/timebox-dev/timebox/internal/config"
+	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/extract"
 	"github.com/timebox-dev/timebox/internal/fetch"
 	"github.com/timebox-dev/timebox/internal/longanswer"
@@ -152,9 +153,20 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		version = "dev"
 	}
 	lingering := &api.Lingering{}
-	var long *longanswer.Hops
+	var (
+		long    *longanswer.Hops
+		cursors *cursor.Keys
+	)
 	if cfg.Background() {
 		long = &longanswer.Hops{Upstream: chat, Limit: cfg.LongAnswerLimit, Margin: longanswer.DefaultMargin}
+		keys := cfg.CursorKeys
+		if len(keys) == 0 {
+			// config warned: this process's cursors open on it alone.
+			keys = [][]byte{cursor.RandomKey()}
+		}
+		if cursors, err = cursor.NewKeys(keys, cfg.Deployment); err != nil {
+			return nil, err
+		}
 	}
 	h := api.New(api.Options{
 		Budget:              cfg.Budget,
@@ -173,6 +185,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 
 		Caller:        check,
 		LongAnswers:   long,
+		Cursors:       cursors,
 		Quota:         quotas,
 		QuotaFailOpen: cfg.Quota.FailOpen,
 		Deployment:    cfg.Deployment,

@@ -81,8 +81,7 @@ func loadAuth(get func(string) string, bad func(name, format string, args ...any
 		}
 	}
 
-	// Inside Azure: App Service and Functions set these on every instance.
-	inAzure := get("WEBSITE_SITE_NAME") != "" || get("WEBSITE_INSTANCE_ID") != ""
+	inAzure := inAzure(get)
 	switch mode := AuthMode(strings.ToLower(get("AUTH_MODE"))); mode {
 	case "", AuthNone:
 		a.Mode = AuthNone

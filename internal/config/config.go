@@ -119,6 +119,12 @@ type Config struct {
 	// 30m, from REQUEST_BUDGET to 24h): then its generation is cancelled
 	// upstream and its cursor no longer works.
 	LongAnswerLimit time.Duration
+	// CursorKeys seal long answers' cursors and open them (CURSOR_KEYS:
+	// one or two standard base64 keys of at least 32 bytes; the first
+	// seals, both open). Unset: required inside Azure when Background;
+	// elsewhere nil, and run seals with a random key of the process.
+	// Never logged.
+	CursorKeys [][]byte `json:"-"`
 
 	// LogLevel is the slog level (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
@@ -283,6 +289,8 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.LongAnswerLimit < c.Budget || c.LongAnswerLimit > maxLongAnswerLimit {
 		bad("LONG_ANSWER_LIMIT", "%s must be from REQUEST_BUDGET (%s) to %s", c.LongAnswerLimit, c.Budget, maxLongAnswerLimit)
 	}
+
+	c.CursorKeys, c.Warnings = loadCursorKeys(get, c.Background(), bad, c.Warnings)
 
 	switch v := strings.ToLower(get("LOG_LEVEL")); v {
 	case "", "info":

@@ -1,6 +1,7 @@
 package cursor_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -15,31 +16,102 @@ import (
 
 const id = "resp_688c4e49bd888198a02ca36606345e7f0d712d55500687ca"
 
+var (
+	keyA = bytes.Repeat([]byte{0xa1}, cursor.MinKeyBytes)
+	keyB = bytes.Repeat([]byte{0xb2}, cursor.MinKeyBytes)
+)
+
+func keys(t testing.TB, deployment string, ks ...[]byte) *cursor.Keys {
+	t.Helper()
+	k, err := cursor.NewKeys(ks, deployment)
+	require.NoError(t, err)
+	return k
+}
+
 func TestCursorRoundTrips(t *testing.T) {
-	c := cursor.Cursor{ResponseID: id, After: 412, Hop: 3, Offset: 2017}
-	s := c.String()
-	assert.NotContains(t, s, id, "opaque on the wire")
+	k := keys(t, "o3", keyA)
+	c := cursor.Cursor{ResponseID: id, After: 412, Hop: 3, Offset: 2017, Received: 388}
+	s := k.Seal(c)
 	assert.Regexp(t, `^[A-Za-z0-9_-]+$`, s, "safe in JSON and URLs")
-	back, err := cursor.Parse(s)
+	assert.Less(t, len(s), 200)
+	back, err := k.Open(s)
 	require.NoError(t, err)
 	assert.Equal(t, c, back)
 }
 
-// Anything but a cursor String made is not found: nothing of it reaches
-// a URL.
-func TestTamperedCursorsAreNotFound(t *testing.T) {
+// Every cursor that differs from one Seal made by one character, in every
+// position, to every other character of its alphabet, does not open; nor
+// does one cut short, lengthened, or forged from fields with no key.
+func TestEditedCursorsAreNotFound(t *testing.T) {
+	k := keys(t, "o3", keyA)
+	good := k.Seal(cursor.Cursor{ResponseID: id, After: 3, Hop: 2, Offset: 10, Received: 4})
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	opened := 0
+	for i := range len(good) {
+		for _, r := range alphabet + "=+/." {
+			if byte(r) == good[i] {
+				continue
+			}
+			edited := good[:i] + string(r) + good[i+1:]
+			if _, err := k.Open(edited); !errors.Is(err, cursor.ErrNotFound) {
+				opened++
+				t.Errorf("position %d changed to %q opens", i, r)
+			}
+		}
+	}
+	assert.Zero(t, opened)
+
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-	good := cursor.Cursor{ResponseID: id, After: 3, Hop: 2, Offset: 10}.String()
 	for _, s := range []string{
-		"", "x", good + "=", good[:len(good)-2], strings.ToUpper(good),
-		enc("2:" + id + ":3:2:0"), enc("1:" + id + ":-1:2:0"), enc("1:" + id + ":03:2:0"), enc("1:" + id + ":1073741825:2:0"),
-		enc("1:" + id + ":3:2"), enc("1:" + id + ":3:2:0:0"), enc("1:" + id + ":3:1:0"), enc("1:" + id + ":3:2:-5"),
-		enc("1:resp_../../x:3:2:0"), enc("1:resp_a/b:3:2:0"), enc("1:chatcmpl-1:3:2:0"), enc("1::3:2:0"),
-		enc("1:resp_" + strings.Repeat("a", 121) + ":3:2:0"), strings.Repeat("A", 300),
+		"", "x", good + "=", good + "A", good[:len(good)-1], good[:len(good)/2], strings.ToUpper(good),
+		enc("2:" + id + ":3:2:10:4"), enc("1:" + id + ":3:2:10"), // the fields alone, and version 1's unsealed cursor
+		enc("2:" + id + ":3:2:10:4" + strings.Repeat("\x00", 32)), strings.Repeat("A", 600),
 	} {
-		_, err := cursor.Parse(s)
+		_, err := k.Open(s)
 		assert.ErrorIs(t, err, cursor.ErrNotFound, "%q", s)
 	}
+}
+
+// Fields Seal would never write do not open even when sealed: nothing of
+// them reaches a URL.
+func TestSealedNonsenseIsNotFound(t *testing.T) {
+	k := keys(t, "o3", keyA)
+	for _, c := range []cursor.Cursor{
+		{ResponseID: "resp_../../x", After: 3, Hop: 2}, {ResponseID: "resp_a/b", Hop: 2}, {ResponseID: "chatcmpl-1", Hop: 2},
+		{ResponseID: "", Hop: 2}, {ResponseID: "resp_" + strings.Repeat("a", 121), Hop: 2},
+		{ResponseID: id, Hop: 1}, {ResponseID: id, After: -1, Hop: 2}, {ResponseID: id, Hop: 2, Offset: -5},
+		{ResponseID: id, Hop: 2, Received: 1<<30 + 1},
+	} {
+		_, err := k.Open(k.Seal(c))
+		assert.ErrorIs(t, err, cursor.ErrNotFound, "%+v", c)
+	}
+}
+
+// A cursor opens only under a key it was sealed with and for the
+// deployment that sealed it. Of two keys the first seals and both open:
+// a key rotated in first keeps the cursors of the one before it working.
+func TestKeysAndDeployments(t *testing.T) {
+	c := cursor.Cursor{ResponseID: id, After: 3, Hop: 2}
+	old := keys(t, "o3", keyA).Seal(c)
+
+	_, err := keys(t, "o3", keyB).Open(old)
+	assert.ErrorIs(t, err, cursor.ErrNotFound, "another key")
+	_, err = keys(t, "o4-mini", keyA).Open(old)
+	assert.ErrorIs(t, err, cursor.ErrNotFound, "another deployment")
+
+	rotated := keys(t, "o3", keyB, keyA)
+	back, err := rotated.Open(old)
+	require.NoError(t, err, "the second key opens what the first sealed before the rotation")
+	assert.Equal(t, c, back)
+	_, err = keys(t, "o3", keyA).Open(rotated.Seal(c))
+	assert.ErrorIs(t, err, cursor.ErrNotFound, "the first key seals")
+
+	for _, ks := range [][][]byte{nil, {keyA, keyB, keyA}, {keyA[:31]}} {
+		_, err := cursor.NewKeys(ks, "o3")
+		assert.Error(t, err, "%d keys", len(ks))
+	}
+	assert.NotEqual(t, cursor.RandomKey(), cursor.RandomKey())
+	assert.Len(t, cursor.RandomKey(), cursor.MinKeyBytes)
 }
 
 // A response is continued only by the caller that started it (oid and
@@ -63,16 +135,15 @@ func TestCheck(t *testing.T) {
 	assert.False(t, errors.Is(cursor.Check(meta, created, cursor.Owner{OID: "x"}, limit, created.Add(time.Hour)), cursor.ErrExpired), "another caller's is not found, expired or not")
 }
 
-func FuzzParse(f *testing.F) {
-	f.Add(cursor.Cursor{ResponseID: id, After: 3, Hop: 2}.String())
+func FuzzOpen(f *testing.F) {
+	k := keys(f, "o3", keyA)
+	f.Add(k.Seal(cursor.Cursor{ResponseID: id, After: 3, Hop: 2}))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := cursor.Parse(s)
+		c, err := k.Open(s)
 		if err != nil {
 			return
 		}
-		back, err := cursor.Parse(c.String())
-		require.NoError(t, err)
-		assert.Equal(t, c, back)
+		assert.Equal(t, s, k.Seal(c), "only what Seal made opens")
 	})
 }

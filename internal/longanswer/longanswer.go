@@ -68,11 +68,16 @@ type Result struct {
 	// Hop is this hop's number: 1 for the create's, 2 for the first
 	// continue.
 	Hop int
+	// Received is the completion tokens the hops before this one
+	// delivered, as its cursor says (0 in the first hop).
+	Received int
 	// Text is the text this hop delivered: relayed to onDelta as it came;
 	// for a Continue with whole, the answer's whole text so far.
 	Text string
 	// Next is the cursor to continue with; nil when the generation has
-	// ended, failed or been cancelled.
+	// ended, failed or been cancelled. Its Received is this hop's
+	// Received: the caller, which counts tokens, adds what this hop
+	// delivered before it seals it.
 	Next *cursor.Cursor
 	// Done is true when the generation ended in this hop: FinishReason and
 	// Usage are then the whole generation's, counted once.
@@ -179,7 +184,7 @@ func ended(r *aoai.StoredResponse, c cursor.Cursor, err error) *Result {
 	if r == nil {
 		return nil
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Usage: r.Usage, Unwatched: true}
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Usage: r.Usage, Unwatched: true}
 	switch {
 	case r.Status == "failed":
 		res.End = EndFailed
@@ -208,7 +213,7 @@ func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner)
 	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
 		return nil, err
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Metadata: r.Metadata, Unwatched: true}
+	res := &Result{ResponseID: r.ID, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Unwatched: true}
 	if !r.Terminal() {
 		r, err = h.Upstream.Cancel(ctx, r.ID)
 		if err != nil {
@@ -265,7 +270,7 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 // resume: a retrieve every Poll until it ends, within the hop. The rest is
 // then cut from the whole text at the cursor's offset: late, never lost.
 func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, onDelta func(string), created time.Time) (*Result, error) {
-	res := &Result{ResponseID: c.ResponseID, Hop: c.Hop, Polled: true}
+	res := &Result{ResponseID: c.ResponseID, Hop: c.Hop, Received: c.Received, Polled: true}
 	r, err := h.Upstream.Await(hopCtx, c.ResponseID, cmp.Or(h.Poll, DefaultPoll))
 	switch {
 	case err == nil && (r.Status == "completed" || r.Status == "incomplete"):
@@ -296,7 +301,7 @@ func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, on
 // generation; a cursor, when only the hop's own time ran out; the caller
 // gone or the limit come, the generation cancelled; or the failure.
 func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c cursor.Cursor, whole bool, created time.Time) (*Result, error) {
-	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
+	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Received: c.Received, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
 	switch {
 	case err == nil && hop.Done:
 		res.Done, res.FinishReason, res.Usage, res.Answer = true, hop.FinishReason, hop.Usage, hop.Answer
@@ -331,7 +336,7 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		if whole {
 			offset = max(c.Offset, len(hop.Text))
 		}
-		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: offset}
+		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: offset, Received: c.Received}
 		return res, nil
 	}
 	return res, err
