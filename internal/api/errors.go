@@ -65,7 +65,8 @@ type errorRow struct {
 	retryAfter time.Duration // 429, 503: the wait to ask for; 0: none named
 	challenge  string        // WWW-Authenticate, 401 and 403 only
 	// final marks an answer no client retries whatever its status (a quota
-	// used up: its wait, until the window resets, never fits a call).
+	// used up or held: its wait, until the window resets or holds of
+	// answers under way end, is the person's to wait, told in the message).
 	final bool
 	param string // the request's field at fault, where the dialect names one
 	// inner is Azure OpenAI's innererror (its content filter's verdict),

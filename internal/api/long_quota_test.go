@@ -359,12 +359,23 @@ func TestLongAnswersNeverExceedTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 1_600
 		h := longQuotaHarness(t, az, limit, nil)
+		start := time.Now()
 		a := h.send(context.Background(), "/api/chat", ask(long600), true)
 		b := h.send(context.Background(), "/api/chat", ask(long600), true)
 		lines := hopLines(h)
 		assert.EqualValues(t, limit, lines[0]["quotaReserved"].(float64)+lines[1]["quotaReserved"].(float64), "the second holds what is left")
 		refused := h.send(context.Background(), "/api/chat", ask(long600), true)
 		assert.Equal(t, http.StatusTooManyRequests, refused.resp.StatusCode)
+		// Refused because of the two holds, not a day used up: it says so,
+		// and the wait is until the first one's end (at the long answers'
+		// limit at the latest), not until midnight.
+		var e apiwire.ErrorBody
+		require.NoError(t, json.Unmarshal([]byte(refused.events[0].data), &e))
+		assert.Regexp(t, `^Your daily limit of 1,600 tokens is held by answers under way \([\d,]+ used, [\d,]+ held\)\. Try again when they end, in \d+ min at most\.$`, e.Error.Message)
+		wait, err := strconv.Atoi(refused.resp.Header.Get("Retry-After"))
+		require.NoError(t, err)
+		lapse := start.Add(h.cfg.LongAnswerLimit + quota.Grace)
+		assert.InDelta(t, time.Until(lapse).Seconds(), wait, 10, "until the first hold lapses")
 
 		lastA, _, _ := followHops(t, h, a)
 		lastB, _, _ := followHops(t, h, b)

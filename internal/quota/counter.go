@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,32 @@ func (c *counter) held(now time.Time) int64 {
 		}
 	}
 	return n
+}
+
+// freesAt is when enough of the window's live holds at now have ended, at
+// their expiry at the latest, for need more tokens to fit; zero when the
+// window's charges alone leave no room for them, whatever ends. A hold
+// charged on lapse may be charged in full then, so asking again at that
+// time is only worth it, not sure to fit.
+func (c *counter) freesAt(need int64, now time.Time) time.Time {
+	var ends []string
+	for name, v := range c.holds {
+		if v > 0 && holdLive(name, now) {
+			ends = append(ends, name)
+		}
+	}
+	// Hold names sort by their expiry: the prefix, then Unix seconds of
+	// the same width for centuries to come.
+	slices.SortFunc(ends, func(a, b string) int { return strings.Compare(a[1:], b[1:]) })
+	free := c.free(now)
+	for _, name := range ends {
+		free += c.holds[name]
+		if free >= need {
+			sec, _ := strconv.ParseInt(name[1:], 10, 64)
+			return time.Unix(sec, 0)
+		}
+	}
+	return time.Time{}
 }
 
 // lapse charges the holds charged on lapse that have lapsed at now: they

@@ -8,41 +8,66 @@ import (
 	"time"
 )
 
-// ExceededError is a reservation refused because a limit is used up: even
-// the prompt and the least useful answer do not fit what is left of it.
+// ExceededError is a reservation refused because a limit is used up, or
+// held by requests under way: even the prompt and the least useful answer
+// do not fit what is left of it.
 type ExceededError struct {
-	// Limit is the limit that refused; when several did, the one that
-	// resets last (asking before then is refused again).
+	// Limit is the limit that refused; when several did, the one whose
+	// refusal lasts longest (asking before then is refused again).
 	Limit Limit
 	// Size is the limit, in tokens.
 	Size int64
-	// Used is what the window holds, settled and reserved, in tokens.
+	// Used is what the window was charged (settled), in tokens.
 	Used int64
+	// Held is what requests under way hold in the window, in tokens.
+	Held int64
 	// ResetsAt is when the window ends and a new one starts empty.
 	ResetsAt time.Time
+	// FreesAt, when not zero, says the refusal is because of holds: the
+	// window's charges alone leave room, and by FreesAt enough holds have
+	// ended (settled, or lapsed at their expiry) for the request to fit,
+	// before the window resets.
+	FreesAt time.Time
 	// Now is when the reservation was refused.
 	Now time.Time
 }
 
 func (e *ExceededError) Error() string {
-	return fmt.Sprintf("quota: %s limit of %d tokens used up (%d held), resets at %s", e.Limit, e.Size, e.Used, e.ResetsAt.Format(time.RFC3339))
+	if e.held() {
+		return fmt.Sprintf("quota: %s limit of %d tokens held by requests under way (%d used, %d held), frees by %s", e.Limit, e.Size, e.Used, e.Held, e.FreesAt.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("quota: %s limit of %d tokens used up (%d used, %d held), resets at %s", e.Limit, e.Size, e.Used, e.Held, e.ResetsAt.Format(time.RFC3339))
 }
 
-// RetryAfter is the time left until the window resets, rounded up to a
-// whole second, at least one.
+// held says whether the refusal is because of holds that end before the
+// window resets.
+func (e *ExceededError) held() bool { return !e.FreesAt.IsZero() && e.FreesAt.Before(e.ResetsAt) }
+
+// RetryAfter is the time left until the refusal ends, rounded up to a
+// whole second, at least one: until enough holds end when the refusal is
+// because of them, else until the window resets.
 func (e *ExceededError) RetryAfter() time.Duration {
 	d := e.ResetsAt.Sub(e.Now)
+	if e.held() {
+		d = e.FreesAt.Sub(e.Now)
+	}
 	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
 
-// Message says which limit, how large it is and when it resets, for the
-// person who asked: "Your daily limit of 200,000 tokens is used up. It
-// resets at 00:00 UTC, in 5 h 12 min."
+// Message says which limit, how large it is and when asking again can
+// succeed, for the person who asked: "Your daily limit of 200,000 tokens is
+// used up. It resets at 00:00 UTC, in 5 h 12 min." A refusal because of
+// holds says so: "Your daily limit of 2,000 tokens is held by answers under
+// way (501 used, 1,499 held). Try again when they end, in 4 min at most."
 func (e *ExceededError) Message() string {
 	whose, when := "Your daily limit", "at 00:00 UTC"
 	if e.Limit == TenantMonth {
 		whose = "Your organization's monthly limit"
 		when = "on " + e.ResetsAt.UTC().Format("2 January") + " at 00:00 UTC"
+	}
+	if e.held() {
+		return fmt.Sprintf("%s of %s tokens is held by answers under way (%s used, %s held). Try again when they end, in %s at most.",
+			whose, thousands(e.Size), thousands(e.Used), thousands(e.Held), span(e.FreesAt.Sub(e.Now)))
 	}
 	return fmt.Sprintf("%s of %s tokens is used up. It resets %s, in %s.", whose, thousands(e.Size), when, span(e.ResetsAt.Sub(e.Now)))
 }

@@ -110,11 +110,13 @@ func (s *Store) fit(counters []*counter, req Request, now time.Time) (int, error
 	}
 	var refusal *ExceededError
 	for _, c := range counters {
-		if c.free(now) >= int64(req.Prompt)+least {
+		need := int64(req.Prompt) + least
+		if c.free(now) >= need {
 			continue
 		}
-		if refusal == nil || c.reset.After(refusal.ResetsAt) {
-			refusal = &ExceededError{Limit: c.limit, Size: c.size, Used: c.used + c.held(now), ResetsAt: c.reset, Now: now}
+		e := &ExceededError{Limit: c.limit, Size: c.size, Used: c.used, Held: c.held(now), ResetsAt: c.reset, FreesAt: c.freesAt(need, now), Now: now}
+		if refusal == nil || e.RetryAfter() > refusal.RetryAfter() {
+			refusal = e
 		}
 	}
 	return 0, refusal

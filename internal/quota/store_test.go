@@ -205,6 +205,7 @@ func TestLowerCompletionLimitWhenTheWholeDoesNotFit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, res.Completion)
 	assert.EqualValues(t, 300, res.Tokens)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 100, Completion: 200, Status: 200}))
 
 	// Nothing left: refused, naming the limit and its reset.
 	_, err = s.Reserve(ctx, f.request("c", 100, 500))
@@ -284,6 +285,14 @@ func TestCrashedReservationLapsesAtItsExpiry(t *testing.T) {
 	_, err = survivor.Reserve(ctx, f.request("while-held", 100, 900))
 	var exceeded *quota.ExceededError
 	require.ErrorAs(t, err, &exceeded, "the crashed request's hold counts until it lapses")
+	// Refused because of the hold, not a day used up: the answer says so
+	// and asks to wait until the hold ends, not until midnight.
+	lapses := req.Deadline.Add(quota.Grace)
+	assert.EqualValues(t, 0, exceeded.Used)
+	assert.EqualValues(t, 1_000, exceeded.Held)
+	assert.WithinRange(t, exceeded.FreesAt, lapses, lapses.Add(10*time.Second), "the hold's end, on its 10 s step")
+	assert.Equal(t, exceeded.FreesAt.Sub(f.clock.Now()).Round(time.Second), exceeded.RetryAfter())
+	assert.Contains(t, exceeded.Message(), "is held by answers under way (0 used, 1,000 held)")
 
 	f.clock.set(req.Deadline.Add(quota.Grace).Add(10 * time.Second))
 	u, err := survivor.Usage(ctx, "user-1", "tenant-1")
@@ -293,6 +302,46 @@ func TestCrashedReservationLapsesAtItsExpiry(t *testing.T) {
 	res, err := survivor.Reserve(ctx, f.request("after", 100, 900))
 	require.NoError(t, err)
 	assert.Equal(t, 900, res.Completion)
+}
+
+// TestRefusalBecauseOfHoldsWaitsForEnoughOfThem: a window whose charges
+// leave room but whose holds take it refuses until enough holds end (the
+// one that frees enough, not merely the first), and a request that would
+// not fit even then is refused until the reset.
+func TestRefusalBecauseOfHoldsWaitsForEnoughOfThem(t *testing.T) {
+	f := setup(t, 1_000, 0)
+	f.opts.MinAnswer = 100
+	s := f.store(t)
+	ctx := t.Context()
+	res, err := s.Reserve(ctx, f.request("settled", 100, 200))
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 100, Completion: 200, Status: 200}))
+	early := f.request("early", 100, 200) // holds 300, lapses first
+	early.Deadline = f.clock.Now().Add(100 * time.Second)
+	_, err = s.Reserve(ctx, early)
+	require.NoError(t, err)
+	late := f.request("late", 100, 300) // holds 400, lapses later
+	late.Deadline = f.clock.Now().Add(300 * time.Second)
+	_, err = s.Reserve(ctx, late)
+	require.NoError(t, err)
+
+	// 350 needed: the early hold's 300 is not enough; the late one's is.
+	_, err = s.Reserve(ctx, f.request("waits", 250, 500))
+	var exceeded *quota.ExceededError
+	require.ErrorAs(t, err, &exceeded)
+	assert.EqualValues(t, 300, exceeded.Used)
+	assert.EqualValues(t, 700, exceeded.Held)
+	lapses := late.Deadline.Add(quota.Grace)
+	assert.WithinRange(t, exceeded.FreesAt, lapses, lapses.Add(10*time.Second))
+	assert.Equal(t, exceeded.FreesAt.Sub(f.clock.Now()), exceeded.RetryAfter())
+	assert.Equal(t, "Your daily limit of 1,000 tokens is held by answers under way (300 used, 700 held). Try again when they end, in 6 min at most.", exceeded.Message())
+
+	// 850 needed: more than the charges leave, whatever ends.
+	_, err = s.Reserve(ctx, f.request("never", 750, 500))
+	require.ErrorAs(t, err, &exceeded)
+	assert.True(t, exceeded.FreesAt.IsZero())
+	assert.Equal(t, 5*time.Hour+12*time.Minute, exceeded.RetryAfter())
+	assert.Equal(t, "Your daily limit of 1,000 tokens is used up. It resets at 00:00 UTC, in 5 h 12 min.", exceeded.Message())
 }
 
 // TestLateSettlementNeverExceedsTheLimit: a settlement that comes after its

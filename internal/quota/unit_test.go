@@ -145,6 +145,14 @@ func TestExceededMessage(t *testing.T) {
 			"Your daily limit of 999 tokens is used up. It resets at 00:00 UTC, in 1 min.", time.Second},
 		{quota.ExceededError{Limit: quota.UserDay, Size: 1_000_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), Now: time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)},
 			"Your daily limit of 1,000,000 tokens is used up. It resets at 00:00 UTC, in 2 h.", 2 * time.Hour},
+		// Held by requests under way: the wait is until enough of them end.
+		{quota.ExceededError{Limit: quota.UserDay, Size: 2_000, Used: 501, Held: 1_499, FreesAt: now.Add(3*time.Minute + 50*time.Second), ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), Now: now},
+			"Your daily limit of 2,000 tokens is held by answers under way (501 used, 1,499 held). Try again when they end, in 4 min at most.", 3*time.Minute + 50*time.Second},
+		{quota.ExceededError{Limit: quota.TenantMonth, Size: 20_000_000, Used: 0, Held: 20_000_000, FreesAt: now.Add(30 * time.Minute), ResetsAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Now: now},
+			"Your organization's monthly limit of 20,000,000 tokens is held by answers under way (0 used, 20,000,000 held). Try again when they end, in 30 min at most.", 30 * time.Minute},
+		// Holds that end only after the reset: the reset is the sooner.
+		{quota.ExceededError{Limit: quota.UserDay, Size: 2_000, Used: 0, Held: 2_000, FreesAt: time.Date(2026, 12, 2, 0, 0, 30, 0, time.UTC), ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), Now: time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)},
+			"Your daily limit of 2,000 tokens is used up. It resets at 00:00 UTC, in 1 min.", time.Minute},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.err.Message())
