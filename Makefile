@@ -5,7 +5,7 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
-.PHONY: run help azurite test test-go test-client test-e2e test-sdk test-spfx sppkg lint fmt build bench perf hostile fuzz sim start package clean
+.PHONY: run help azurite test test-go test-client test-e2e test-sdk test-spfx sppkg lint fmt build bench bench-quota perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
 run:
@@ -61,6 +61,11 @@ build:
 # bench: every benchmark with allocation counts.
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
+
+# bench-quota: the quota store under load (perf/cmd/quotaload): 40 stores x 4 callers against Azurite, 8 ms added per store call,
+# one tenant then 40; QUOTALOAD_FLAGS='-stores 16 -duration 5s' changes the run (docs/operations.md, Quotas). Not part of make test.
+bench-quota: azurite
+	go run ./perf/cmd/quotaload $(QUOTALOAD_FLAGS)
 
 # perf: the handler side by side with plain-Go floors on a local upstream (docs/operations.md, Performance; one to two minutes).
 # PERF_BEFORE=<git revision> measures that revision's handler in the same rounds. Not part of make test.

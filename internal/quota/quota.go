@@ -100,8 +100,9 @@ type Store struct {
 	// local is a loopback endpoint (Azurite), where the table is created
 	// when missing; in Azure the deployment template creates it.
 	local bool
-	// calls counts the store's HTTP requests (benchmarks report them).
-	calls atomic.Int64
+	// calls counts the store's HTTP requests, conflicts the batches
+	// refused because another writer came first (benchmarks report them).
+	calls, conflicts atomic.Int64
 	// turns lets one write of a partition at a time out of this instance.
 	turns turns
 }
@@ -161,6 +162,10 @@ func New(o Options) (*Store, error) {
 
 // Calls is how many HTTP requests the store has made.
 func (s *Store) Calls() int64 { return s.calls.Load() }
+
+// Conflicts is how many of the store's batches were refused because
+// another writer had changed a row since it was read.
+func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 
 // Request is what a request asks to reserve.
 type Request struct {

@@ -64,6 +64,7 @@ func (s *Store) submit(ctx context.Context, actions []aztables.TransactionAction
 	var re *azcore.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
 		if status, index, ok := refusedAction(re.RawResponse); ok && (status == http.StatusConflict || status == http.StatusPreconditionFailed) {
+			s.conflicts.Add(1)
 			return &conflict{status: status, index: index}
 		}
 	}
