@@ -10,6 +10,7 @@ import (
 
 // The start-up line names the upstream auth without the key.
 func TestAuthKind(t *testing.T) {
-	assert.Equal(t, "api-key", authKind(config.Config{APIKey: "k"}))
-	assert.Equal(t, "entra-id", authKind(config.Config{}))
+	assert.Equal(t, "api-key", authKind(config.Config{Backends: []config.Backend{{APIKey: "k"}}}))
+	assert.Equal(t, "entra-id", authKind(config.Config{Backends: []config.Backend{{}}}))
+	assert.Equal(t, "api-key and entra-id", authKind(config.Config{Backends: []config.Backend{{APIKey: "k"}, {}}}))
 }

@@ -68,9 +68,15 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 		// No WriteTimeout: the budget bounds every answer, and a write
 		// timeout would cut an answer without telling the caller why.
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "budgetMs", cfg.Budget.Milliseconds(),
-		"fastFailureMs", cfg.FastFailure.Milliseconds(), "endpoint", cfg.Endpoint.String(), "deployment", cfg.Deployment,
-		"auth", authKind(cfg), "authMode", string(cfg.Auth.Mode), "version", version)
+	// The pool's backends are named, not located (their URLs are in the
+	// settings); a single endpoint is said as it always was.
+	where := []any{"backends", cfg.BackendNames()}
+	if cfg.Endpoint != nil {
+		where = append(where, "endpoint", cfg.Endpoint.String())
+	}
+	logger.Info("listening", append([]any{"addr", ln.Addr().String(), "budgetMs", cfg.Budget.Milliseconds(),
+		"fastFailureMs", cfg.FastFailure.Milliseconds(), "deployment", cfg.Deployment,
+		"auth", authKind(cfg), "authMode", string(cfg.Auth.Mode), "version", version}, where...)...)
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
@@ -103,9 +109,20 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 	return nil
 }
 
+// authKind is how the handler signs in to Azure OpenAI: api-key, entra-id,
+// or both, when the pool's backends differ.
 func authKind(cfg config.Config) string {
-	if cfg.APIKey != "" {
-		return "api-key"
+	keys := 0
+	for _, b := range cfg.Backends {
+		if b.APIKey != "" {
+			keys++
+		}
 	}
-	return "entra-id"
+	switch keys {
+	case len(cfg.Backends):
+		return "api-key"
+	case 0:
+		return "entra-id"
+	}
+	return "api-key and entra-id"
 }

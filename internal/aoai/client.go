@@ -14,11 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -27,7 +27,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/modelfacts"
 	"github.com/timebox-dev/timebox/internal/retry"
 )
@@ -40,6 +39,10 @@ const maxResponseBytes = 8 << 20
 
 // Options configure a Client.
 type Options struct {
+	// Backends is the pool; empty means a pool of one, named
+	// DefaultBackend, of Endpoint, Deployment, Model, APIVersion and
+	// APIKey.
+	Backends []Backend
 	// Endpoint is the resource URL, e.g. https://contoso.openai.azure.com.
 	Endpoint *url.URL
 	// Deployment is the model deployment name.
@@ -52,7 +55,8 @@ type Options struct {
 	APIVersion string
 	// APIKey selects api-key auth; when empty Credential is used.
 	APIKey string
-	// Credential is the Entra ID credential used when APIKey is empty.
+	// Credential is the Entra ID credential used by every backend that
+	// has no APIKey.
 	Credential azcore.TokenCredential
 	// Transport sends the requests; nil means an http.Client that follows
 	// no redirect and keeps connections for 100 requests at a time
@@ -62,10 +66,23 @@ type Options struct {
 	// timeout (KindSlowFailure) and is never retried. 0 means
 	// retry.DefaultFastFailure (30 s).
 	FastFailure time.Duration
-	// MaxAttempts caps attempts at a throttled call whose wait fits the
-	// time left. 0 means retry.DefaultUpstreamAttempts (2).
+	// MaxAttempts caps the attempts at one call, over all backends. 0
+	// means retry.DefaultUpstreamAttempts (2).
 	MaxAttempts int
+	// MinTime is the least time that must be left for another attempt
+	// (MIN_UPSTREAM_TIME); 0 means any.
+	MinTime time.Duration
+	// CooldownMax caps how long a throttled backend is skipped; 0 means
+	// DefaultCooldownMax.
+	CooldownMax time.Duration
+	// Logger says when a backend goes out of the pool and comes back; nil
+	// says nothing.
+	Logger *slog.Logger
 }
+
+// DefaultCooldownMax is Options.CooldownMax's default
+// (BACKEND_COOLDOWN_MAX).
+const DefaultCooldownMax = time.Minute
 
 // Message is one chat message sent upstream.
 type Message struct {
@@ -105,8 +122,13 @@ type Response struct {
 	Content      string
 	FinishReason string
 	Usage        Usage
-	// Attempts is how many upstream attempts were made (1 without retries).
+	// Attempts is how many upstream attempts were made, over all backends
+	// (1 without retries).
 	Attempts int
+	// Backend is the name of the backend that answered.
+	Backend string
+	// Trail is every attempt, the answer's last.
+	Trail []Attempt
 	// Status is the last attempt's HTTP status.
 	Status int
 	// UpstreamRequestID is Azure's id for the last attempt (apim-request-id,
@@ -114,124 +136,128 @@ type Response struct {
 	UpstreamRequestID string
 }
 
-// Client calls chat completions. It is safe for concurrent use.
+// Client calls chat completions and the Responses API over a pool of
+// backends. It is safe for concurrent use.
 type Client struct {
-	pl         runtime.Pipeline
-	cred       azcore.TokenCredential // signIn; nil with an API key
-	url        string
-	path       string // url's path, which a 404's error names
-	deployment string
-	v1         bool
-	tokenField string
-	rule       retry.Upstream
+	pool *pool
+	rule retry.Upstream
 }
 
-// New builds a Client. It fails when neither an API key nor a credential is
-// given, or the endpoint is missing.
+// New builds a Client. It fails when a backend has neither an API key nor
+// the credential, or no endpoint or deployment.
 func New(o Options) (*Client, error) {
-	if o.Endpoint == nil || o.Deployment == "" {
-		return nil, errors.New("aoai: endpoint and deployment are required")
-	}
-	// Credentials over http are refused by azcore unless allowed; allow them
-	// only for a loopback endpoint (the simulator), as config also insists.
-	insecure := o.Endpoint.Scheme == "http"
-	var (
-		auth policy.Policy
-		cred azcore.TokenCredential // nil with an API key
-	)
-	switch {
-	case o.APIKey != "":
-		auth = runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key",
-			&runtime.KeyCredentialPolicyOptions{InsecureAllowCredentialWithHTTP: insecure})
-	case o.Credential != nil:
-		cred = signIn{o.Credential}
-		auth = runtime.NewBearerTokenPolicy(cred, []string{Scope},
-			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: insecure})
-	default:
-		return nil, errors.New("aoai: an API key or a credential is required")
+	if len(o.Backends) == 0 {
+		o.Backends = []Backend{{Name: DefaultBackend, Endpoint: o.Endpoint, Deployment: o.Deployment, Model: o.Model,
+			APIVersion: o.APIVersion, APIKey: o.APIKey}}
 	}
 	if o.Transport == nil {
 		o.Transport = newHTTPClient()
 	}
-	// azcore's telemetry policy sets the User-Agent (azsdk-go-timebox/v1
-	// (<go version>; <os>)), by which Azure's logs tell timebox's requests
-	// from others'.
-	pl := runtime.NewPipeline("timebox", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth, attemptHeaders{}}},
-		&policy.ClientOptions{
-			Transport: o.Transport,
-			// One layer of retries: ours. azcore would otherwise retry 429
-			// and 5xx three times on its own, multiplying slow failures.
-			Retry: policy.RetryOptions{MaxRetries: -1},
-		})
-
-	base := strings.TrimRight(o.Endpoint.String(), "/")
-	u := base + "/openai/v1/chat/completions"
-	if o.APIVersion != "" {
-		u = base + "/openai/deployments/" + url.PathEscape(o.Deployment) + "/chat/completions?api-version=" + url.QueryEscape(o.APIVersion)
+	backends := make([]*backend, 0, len(o.Backends))
+	for _, bo := range o.Backends {
+		b, err := newBackend(bo, o.Credential, o.Transport)
+		if err != nil {
+			return nil, err
+		}
+		backends = append(backends, b)
 	}
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return nil, fmt.Errorf("aoai: endpoint: %w", err)
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Client{
-		pl:         pl,
-		cred:       cred,
-		url:        u,
-		path:       parsed.Path,
-		deployment: o.Deployment,
-		v1:         o.APIVersion == "",
-		tokenField: modelfacts.Lookup(cmp.Or(o.Model, o.Deployment)).TokenField,
-		rule:       retry.Upstream{MaxAttempts: o.MaxAttempts, FastFailure: o.FastFailure},
+		pool: newPool(backends, cmp.Or(o.CooldownMax, DefaultCooldownMax), logger),
+		rule: retry.Upstream{MaxAttempts: cmp.Or(o.MaxAttempts, retry.DefaultUpstreamAttempts), FastFailure: o.FastFailure, MinTime: o.MinTime},
 	}, nil
+}
+
+// Backends are how many of the pool's backends can take a call now, and
+// how many are skipped (cooling after a throttle, or out after failures).
+func (c *Client) Backends() (available, cooling int) {
+	return c.pool.counts(time.Now())
+}
+
+// Has reports whether the pool has a backend of that name.
+func (c *Client) Has(name string) bool {
+	return c.backend(name) != nil
+}
+
+// backend is the pool's backend of that name; nil when it has none. An
+// empty name is the only backend of a pool of one (a cursor written
+// before backends had names).
+func (c *Client) backend(name string) *backend {
+	for _, b := range c.pool.backends {
+		if b.name == name || (name == "" && len(c.pool.backends) == 1) {
+			return b
+		}
+	}
+	return nil
 }
 
 // Complete sends req and returns the answer, always streamed from Azure
 // OpenAI (stream: true, with usage) so that the text so far is never lost:
 // a failure after the first piece of text carries it in Error.Partial.
-// Throttled attempts (429) are retried while the wait they ask for fits the
-// time left in ctx and MaxAttempts allows; nothing else is retried here
-// (callers retry fast 5xx), and nothing at all once text has arrived (it
-// would be written twice). Failures are *Error; when ctx ends the *Error
-// wraps ctx's error.
+// Its attempts are the pool's (attempts): a fast failure goes to another
+// backend, a throttle waits for one while that fits the time left in ctx,
+// and nothing at all is tried again once text has arrived (it would be
+// written twice). Failures are *Error; when ctx ends the *Error wraps
+// ctx's error.
 func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
-	body, err := c.body(req)
-	if err != nil {
-		return nil, fmt.Errorf("complete chat: %w", err)
-	}
-	a := &call{Context: context.WithValue(ctx, requestIDKey{}, req.RequestID), c: c, req: req, body: body}
-	for {
-		preq, err := a.request()
+	ctx = context.WithValue(ctx, requestIDKey{}, req.RequestID)
+	var (
+		resp  *Response
+		h     http.Header // the answer's
+		bodyB *backend    // whose body body is
+		body  []byte
+	)
+	b, trail, err := c.attempts(ctx, nil, func(ctx context.Context, b *backend) (int, http.Header, error) {
+		if bodyB != b {
+			var err error
+			if body, err = b.body(req); err != nil {
+				return 0, nil, fmt.Errorf("complete chat: %w", err)
+			}
+			bodyB = b
+		}
+		preq, err := b.request(ctx, body)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
-		if a.settle(c.pl.Do(preq)) {
-			return a.resp, a.err
+		hr, err := b.pl.Do(preq)
+		if err != nil {
+			return 0, nil, sendFailure(ctx, err)
 		}
+		// What the attempt hands on is watched: once anything has gone,
+		// it is tried nowhere again.
+		delivered := false
+		r := *req
+		if req.OnChunk != nil {
+			r.OnChunk = func(c Chunk) { delivered = true; req.OnChunk(c) }
+		}
+		if req.OnDelta != nil {
+			r.OnDelta = func(text string) { delivered = true; req.OnDelta(text) }
+		}
+		resp, h, err = b.read(ctx, hr, &r)
+		var e *Error
+		if errors.As(err, &e) {
+			e.delivered = delivered
+		}
+		return hr.StatusCode, h, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	resp.Attempts, resp.Backend, resp.Trail, resp.UpstreamRequestID = len(trail), b.name, trail, upstreamRequestID(h)
+	return resp, nil
 }
 
-// call is one Complete: what its attempts share, and its outcome.
-type call struct {
-	context.Context // the caller's, with the request id for attemptHeaders
-	c               *Client
-	req             *Request
-	body            []byte
-	n               int       // attempts so far
-	start           time.Time // of the last attempt
-	resp            *Response
-	err             error
-}
-
-// request begins an attempt: its request with the call's body, the
-// answer's body left for settle (azcore's SkipBodyDownload).
-func (a *call) request() (*policy.Request, error) {
-	a.n++
-	a.start = time.Now()
-	req, err := runtime.NewRequest(a.Context, http.MethodPost, a.c.url)
+// request is an attempt's request with the call's body, the answer's body
+// left to read (azcore's SkipBodyDownload).
+func (b *backend) request(ctx context.Context, body []byte) (*policy.Request, error) {
+	req, err := runtime.NewRequest(ctx, http.MethodPost, b.url)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(a.body)), "application/json"); err != nil {
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
 	// The answer is read here, not by azcore, so that text is handed on as
@@ -240,72 +266,9 @@ func (a *call) request() (*policy.Request, error) {
 	return req, nil
 }
 
-// settle ends an attempt that got hr or failed with err: it reads the
-// answer, and decides whether the call is done (resp or err set) or tries
-// again (after the wait the rule says).
-func (a *call) settle(hr *http.Response, err error) (done bool) {
-	var h http.Header
-	if err != nil {
-		err = sendFailure(a.Context, err)
-	} else {
-		a.resp, h, err = a.c.read(a.Context, hr, a.req)
-	}
-	if err == nil {
-		a.resp.Attempts, a.resp.UpstreamRequestID = a.n, upstreamRequestID(h)
-		return true
-	}
-	again, err := a.c.retry(a.Context, a.n, time.Since(a.start), h, err)
-	if !again {
-		a.err = err
-	}
-	return !again
-}
-
 // upstreamRequestID is Azure's own id for an attempt, when it answered.
 func upstreamRequestID(h http.Header) string {
 	return cmp.Or(h.Get("apim-request-id"), h.Get("x-request-id"))
-}
-
-// retry decides whether a failed attempt (it took elapsed and ended with
-// err) is tried again, and waits for the time the rule says first. It
-// returns false with the failure to return: a *Error, unless err was not
-// one.
-func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, h http.Header, err error) (bool, error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		return false, err
-	}
-	e.Attempts, e.Elapsed, e.UpstreamRequestID = attempt, elapsed, upstreamRequestID(h)
-	if e.Status == http.StatusNotFound {
-		e.Path = c.path
-	}
-	if e.Kind == KindCanceled || e.Kind == KindCredential {
-		return false, e
-	}
-	d := c.rule.Decide(retry.Attempt{Number: attempt, Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)})
-	if d.Timeout {
-		// The time is spent and so is the money (Azure bills
-		// processing): the caller must not try the same again.
-		e.Kind = KindSlowFailure
-		return false, e
-	}
-	if !d.Retry {
-		if e.Kind == KindThrottled {
-			// The caller is told when to come back: the wait that did
-			// not fit, at least what Azure asked and a second.
-			e.RetryAfter = max(e.RetryAfter, d.Wait, time.Second)
-		}
-		return false, e
-	}
-	t := time.NewTimer(d.Wait)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		e.Kind, e.Err = KindCanceled, fmt.Errorf("waiting to retry: %w", ctx.Err())
-		return false, e
-	case <-t.C:
-		return true, nil
-	}
 }
 
 // body is what Azure OpenAI is sent: the deployment on the v1 API (the
@@ -316,7 +279,7 @@ func (c *Client) retry(ctx context.Context, attempt int, elapsed time.Duration, 
 // written out rather than encoded as one value: a passthrough's members
 // are JSON already, which encoding them again would only scan and copy a
 // second time.
-func (c *Client) body(req *Request) ([]byte, error) {
+func (c *backend) body(req *Request) ([]byte, error) {
 	var members []byte
 	if p := req.Passthrough; p != nil {
 		var err error
@@ -384,7 +347,7 @@ func sendFailure(ctx context.Context, err error) *Error {
 // read reads an attempt's answer, a failure's body or the stream of a
 // success, and closes it. It returns the response header for the retry
 // decision; errors are *Error, with the text read so far in Partial.
-func (c *Client) read(ctx context.Context, resp *http.Response, req *Request) (*Response, http.Header, error) {
+func (c *backend) read(ctx context.Context, resp *http.Response, req *Request) (*Response, http.Header, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))

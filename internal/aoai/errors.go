@@ -73,6 +73,11 @@ func (k Kind) String() string {
 // RetryAfter the wait the upstream asked for (429, 503), Attempts how many
 // attempts were made and Elapsed how long the last one took.
 type Error struct {
+	// Backend is the name of the backend of the last attempt; empty when
+	// none was made.
+	Backend string
+	// Trail is every attempt of the call, over all backends.
+	Trail      []Attempt
 	Kind       Kind
 	Status     int
 	Code       string
@@ -94,6 +99,9 @@ type Error struct {
 	// OpenAI dialect passes it on.
 	Object json.RawMessage
 	Err    error
+	// delivered is true when the attempt had handed text or a chunk on
+	// before it failed: it is tried nowhere again.
+	delivered bool
 }
 
 func (e *Error) Error() string {
@@ -184,12 +192,13 @@ func classify(status int, h http.Header, body []byte) *Error {
 // ruleStatus is the status the retry rule judges (retry.Upstream): the
 // attempt's own, except that a connection error or an unreadable answer is
 // 0, like any network error, and a request too large for the deployment's
-// quota is 413, not a throttle: no wait lets it pass.
+// quota (a 429 no wait clears) is 413, not a throttle: no wait lets it
+// pass, another deployment's larger quota may.
 func (e *Error) ruleStatus() int {
 	switch {
 	case e.Kind == KindTransient && e.Status < 500:
 		return 0
-	case e.Kind == KindTooLarge:
+	case e.Kind == KindTooLarge && e.Status == http.StatusTooManyRequests:
 		return http.StatusRequestEntityTooLarge
 	}
 	return e.Status

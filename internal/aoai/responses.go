@@ -73,7 +73,10 @@ type Hop struct {
 	// event carries, when Done.
 	Answer string
 	// Attempts, HTTPStatus and UpstreamRequestID are the call's, as in
-	// Response.
+	// Response; Backend is the backend that holds the response, and Trail
+	// the call's attempts.
+	Backend           string
+	Trail             []Attempt
 	Attempts          int
 	HTTPStatus        int
 	UpstreamRequestID string
@@ -108,26 +111,35 @@ func (r *StoredResponse) Terminal() bool {
 
 // Create starts a generation in background mode (background, stream and
 // store true, max_output_tokens set) and streams it until it ends or ctx
-// does. A throttled create is retried as Complete's is; once the stream has
-// begun nothing is retried: the generation runs on at Azure OpenAI, and the
-// returned Hop says where to Resume it.
+// does. A create that fails fast goes to another backend as Complete's
+// does; once the stream has begun nothing is tried again: the generation
+// runs on at the backend that started it (Hop.Backend), and the returned
+// Hop says where to Resume it.
 func (c *Client) Create(ctx context.Context, req *GenerationRequest) (*Hop, error) {
-	body, err := json.Marshal(&responsesBody{
-		Model: c.deployment, Input: req.Messages, MaxOutputTokens: req.MaxTokens,
-		Background: true, Stream: true, Store: true, Metadata: req.Metadata,
+	return c.hop(ctx, nil, req.RequestID, req.OnDelta, func(b *backend) (string, string, []byte, error) {
+		body, err := json.Marshal(&responsesBody{
+			Model: b.deployment, Input: req.Messages, MaxOutputTokens: req.MaxTokens,
+			Background: true, Stream: true, Store: true, Metadata: req.Metadata,
+		})
+		if err != nil {
+			return "", "", nil, fmt.Errorf("create response: %w", err)
+		}
+		return http.MethodPost, b.responsesURL(""), body, nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("create response: %w", err)
-	}
-	return c.hop(ctx, http.MethodPost, c.responsesURL(""), body, req.RequestID, req.OnDelta)
 }
 
-// Resume streams a generation on from the event after sequence number
-// after, until it ends or ctx does. A refused resume wraps
-// ErrResumeRefused; an unknown response ErrUnknownResponse.
-func (c *Client) Resume(ctx context.Context, id string, after int, requestID string, onDelta func(string)) (*Hop, error) {
-	u := c.responsesURL(id) + "?stream=true&starting_after=" + strconv.Itoa(after)
-	h, err := c.hop(ctx, http.MethodGet, u, nil, requestID, onDelta)
+// Resume streams a generation of the named backend on from the event
+// after sequence number after, until it ends or ctx does. A refused resume
+// wraps ErrResumeRefused; an unknown response, or a backend the pool no
+// longer has, ErrUnknownResponse.
+func (c *Client) Resume(ctx context.Context, name, id string, after int, requestID string, onDelta func(string)) (*Hop, error) {
+	b, err := c.home(name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.hop(ctx, b, requestID, onDelta, func(b *backend) (string, string, []byte, error) {
+		return http.MethodGet, b.responsesURL(id) + "?stream=true&starting_after=" + strconv.Itoa(after), nil, nil
+	})
 	if h != nil && h.ResponseID == "" {
 		h.ResponseID = id
 	}
@@ -137,24 +149,25 @@ func (c *Client) Resume(ctx context.Context, id string, after int, requestID str
 	return h, err
 }
 
-// Retrieve reads a response as it is now. An unknown response wraps
-// ErrUnknownResponse.
-func (c *Client) Retrieve(ctx context.Context, id string) (*StoredResponse, error) {
-	return c.stored(ctx, http.MethodGet, c.responsesURL(id))
+// Retrieve reads a response of the named backend as it is now. An unknown
+// response, or backend, wraps ErrUnknownResponse.
+func (c *Client) Retrieve(ctx context.Context, name, id string) (*StoredResponse, error) {
+	return c.stored(ctx, name, http.MethodGet, func(b *backend) string { return b.responsesURL(id) })
 }
 
-// Cancel cancels a background response and returns it as it ended;
-// cancelling one that has already ended returns it as it is (cancelling
-// is idempotent).
-func (c *Client) Cancel(ctx context.Context, id string) (*StoredResponse, error) {
-	return c.stored(ctx, http.MethodPost, c.responsesURL(id)+"/cancel")
+// Cancel cancels a background response of the named backend and returns
+// it as it ended; cancelling one that has already ended returns it as it
+// is (cancelling is idempotent).
+func (c *Client) Cancel(ctx context.Context, name, id string) (*StoredResponse, error) {
+	return c.stored(ctx, name, http.MethodPost, func(b *backend) string { return b.responsesURL(id) + "/cancel" })
 }
 
-// Await polls a response every interval until it has ended or ctx ends:
-// how the rest of a generation is read when its stream cannot be resumed.
-func (c *Client) Await(ctx context.Context, id string, interval time.Duration) (*StoredResponse, error) {
+// Await polls a response of the named backend every interval until it has
+// ended or ctx ends: how the rest of a generation is read when its stream
+// cannot be resumed.
+func (c *Client) Await(ctx context.Context, name, id string, interval time.Duration) (*StoredResponse, error) {
 	for {
-		r, err := c.Retrieve(ctx, id)
+		r, err := c.Retrieve(ctx, name, id)
 		if err != nil || r.Terminal() {
 			return r, err
 		}
@@ -168,14 +181,21 @@ func (c *Client) Await(ctx context.Context, id string, interval time.Duration) (
 	}
 }
 
+// home is the backend that holds a long answer's response: a resume,
+// retrieve or cancel goes there and nowhere else. A name the pool no
+// longer has is an unknown response (404).
+func (c *Client) home(name string) (*backend, error) {
+	if b := c.backend(name); b != nil {
+		return b, nil
+	}
+	return nil, &Error{Kind: KindRejected, Status: http.StatusNotFound, Backend: name,
+		Err: fmt.Errorf("%w: backend %q is not in the pool", ErrUnknownResponse, name)}
+}
+
 // responsesURL is the Responses API's URL, of the response id when given.
 // It is always the v1 path: the Responses API has no deployments path.
-func (c *Client) responsesURL(id string) string {
-	base := c.url
-	if i := strings.Index(base, "/openai/"); i >= 0 {
-		base = base[:i]
-	}
-	u := base + "/openai/v1/responses"
+func (b *backend) responsesURL(id string) string {
+	u := b.root + "/openai/v1/responses"
 	if id != "" {
 		u += "/" + url.PathEscape(id)
 	}
@@ -193,77 +213,87 @@ type responsesBody struct {
 	Metadata        map[string]string `json:"metadata,omitempty"`
 }
 
-// hop makes a streaming call (a create or a resume), retrying throttles
-// before its stream begins as the rule says, and reads its stream.
-func (c *Client) hop(ctx context.Context, method, u string, body []byte, requestID string, onDelta func(string)) (*Hop, error) {
-	for n := 1; ; n++ {
-		start := time.Now()
-		resp, err := c.send(ctx, method, u, body, requestID)
-		var h http.Header
-		if err == nil {
-			h = resp.Header
-			if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-				hop, err := c.readHop(ctx, resp, onDelta)
-				hop.Attempts, hop.HTTPStatus, hop.UpstreamRequestID = n, resp.StatusCode, upstreamRequestID(h)
-				if err != nil {
-					var e *Error
-					if errors.As(err, &e) {
-						e.Attempts, e.Elapsed, e.UpstreamRequestID = n, time.Since(start), upstreamRequestID(h)
-					}
-				}
-				return hop, err
-			}
-			err = failed(ctx, resp, method == http.MethodGet)
-		} else {
-			err = sendFailure(ctx, err)
+// hop makes a streaming call (a create, or a resume pinned to its
+// backend) through the pool's attempts, and reads its stream; call says
+// its method, URL and body at a backend.
+func (c *Client) hop(ctx context.Context, pinned *backend, requestID string, onDelta func(string),
+	call func(*backend) (method, u string, body []byte, err error)) (*Hop, error) {
+	var hop *Hop
+	b, trail, err := c.attempts(ctx, pinned, func(ctx context.Context, b *backend) (int, http.Header, error) {
+		hop = nil
+		method, u, body, err := call(b)
+		if err != nil {
+			return 0, nil, err
 		}
-		again, err := c.retry(ctx, n, time.Since(start), h, err)
-		if !again {
-			return nil, err
+		resp, err := b.send(ctx, method, u, body, requestID)
+		if err != nil {
+			return 0, nil, sendFailure(ctx, err)
 		}
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return resp.StatusCode, resp.Header, failed(ctx, resp, method == http.MethodGet)
+		}
+		hop, err = b.readHop(ctx, resp, onDelta)
+		hop.HTTPStatus, hop.UpstreamRequestID = resp.StatusCode, upstreamRequestID(resp.Header)
+		var e *Error
+		if errors.As(err, &e) && (hop.ResponseID != "" || hop.Text != "") {
+			// The generation exists at this backend: it runs on there,
+			// and starting another elsewhere would bill it twice.
+			e.delivered = true
+		}
+		return resp.StatusCode, resp.Header, err
+	})
+	if hop != nil && b != nil {
+		hop.Attempts, hop.Backend, hop.Trail = len(trail), b.name, trail
 	}
+	return hop, err
 }
 
-// stored makes a call answered with a response object (retrieve, cancel),
-// retrying throttles as the rule says.
-func (c *Client) stored(ctx context.Context, method, u string) (*StoredResponse, error) {
-	for n := 1; ; n++ {
-		start := time.Now()
-		r, h, err := c.storedOnce(ctx, method, u)
-		if err == nil {
-			return r, nil
-		}
-		again, err := c.retry(ctx, n, time.Since(start), h, err)
-		if !again {
-			return nil, err
-		}
+// stored makes a call answered with a response object (retrieve, cancel)
+// at the named backend, through the pool's attempts (pinned there).
+func (c *Client) stored(ctx context.Context, name, method string, u func(*backend) string) (*StoredResponse, error) {
+	home, err := c.home(name)
+	if err != nil {
+		return nil, err
 	}
+	var r *StoredResponse
+	_, _, err = c.attempts(ctx, home, func(ctx context.Context, b *backend) (int, http.Header, error) {
+		var (
+			h      http.Header
+			status int
+		)
+		r, status, h, err = b.storedOnce(ctx, method, u(b))
+		return status, h, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// storedOnce is one attempt of stored, with the answer's header.
-func (c *Client) storedOnce(ctx context.Context, method, u string) (*StoredResponse, http.Header, error) {
+// storedOnce is one attempt of stored, with the answer's status and header.
+func (c *backend) storedOnce(ctx context.Context, method, u string) (*StoredResponse, int, http.Header, error) {
 	resp, err := c.send(ctx, method, u, nil, "")
 	if err != nil {
-		return nil, nil, sendFailure(ctx, err)
+		return nil, 0, nil, sendFailure(ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, resp.Header, failed(ctx, resp, false)
+		return nil, resp.StatusCode, resp.Header, failed(ctx, resp, false)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, resp.Header, readFailure(ctx, resp.StatusCode, "", fmt.Errorf("read body: %w", err))
+		return nil, resp.StatusCode, resp.Header, readFailure(ctx, resp.StatusCode, "", fmt.Errorf("read body: %w", err))
 	}
 	var o responseObject
 	if err := json.Unmarshal(data, &o); err != nil {
-		return nil, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: %v", errBadBody, err)}
+		return nil, resp.StatusCode, resp.Header, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("%w: %v", errBadBody, err)}
 	}
-	return o.stored(), resp.Header, nil
+	return o.stored(), resp.StatusCode, resp.Header, nil
 }
 
 // send makes one request on the pipeline, its answer's body left to the
 // caller.
-func (c *Client) send(ctx context.Context, method, u string, body []byte, requestID string) (*http.Response, error) {
+func (c *backend) send(ctx context.Context, method, u string, body []byte, requestID string) (*http.Response, error) {
 	req, err := runtime.NewRequest(ctx, method, u)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
@@ -300,7 +330,7 @@ func failed(ctx context.Context, resp *http.Response, resume bool) error {
 }
 
 // readHop reads a Responses stream into a Hop, and closes it.
-func (c *Client) readHop(ctx context.Context, resp *http.Response, onDelta func(string)) (*Hop, error) {
+func (c *backend) readHop(ctx context.Context, resp *http.Response, onDelta func(string)) (*Hop, error) {
 	defer resp.Body.Close()
 	dec := &responsesDecoder{last: -1}
 	hop := func(text string) *Hop {

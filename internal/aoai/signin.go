@@ -55,16 +55,20 @@ func (e *signInError) kind() Kind {
 
 // SignIn gets a token for Azure OpenAI from the client's credential, as a
 // request would, so that a credential that cannot give one is found before
-// the first question; it returns nil at once with an API key. Its failures
+// the first question; it returns nil at once when every backend has an
+// API key. Its failures
 // are *Error, of KindCredential (nothing to sign in with, or the sign-in
 // was refused), KindTransient (the token endpoint failed) or KindCanceled.
 func (c *Client) SignIn(ctx context.Context) error {
-	if c.cred == nil {
+	// Every backend without a key signs in with the same credential.
+	for _, b := range c.pool.backends {
+		if b.cred == nil {
+			continue
+		}
+		if _, err := b.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{Scope}}); err != nil {
+			return sendFailure(ctx, err)
+		}
 		return nil
-	}
-	_, err := c.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{Scope}})
-	if err != nil {
-		return sendFailure(ctx, err)
 	}
 	return nil
 }

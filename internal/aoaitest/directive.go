@@ -3,6 +3,7 @@ package aoaitest
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +95,17 @@ type Directive struct {
 	// create): a directive in a generation's input can so fail the calls
 	// that follow it.
 	On string
+	// Backend, when set, scopes the directive to the simulator playing the
+	// backend of that name (Options.Backend; key backend=NAME): another
+	// answers as if it were not there. Two simulators so play a pool of
+	// two, one throttled and one with room ([[sim:throttle s=20
+	// backend=a]]).
+	Backend string
+}
+
+// appliesTo reports whether d plays on the simulator of backend.
+func (d Directive) appliesTo(backend string) bool {
+	return d.Backend == "" || d.Backend == backend
 }
 
 const (
@@ -114,8 +126,11 @@ var (
 	errRequired = errors.New("missing required key")
 )
 
+// backendName is what a backend's name may be (config's rule).
+var backendName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+
 // kindKeys lists, per kind, the keys it accepts besides the common ones (after,
-// times, id), and whether it requires the first of them.
+// times, id, backend), and whether it requires the first of them.
 var kindKeys = map[Kind]struct {
 	extra     []string
 	required  bool
@@ -207,7 +222,7 @@ func ParseDirective(s string) (Directive, error) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s given twice", clip(s), errSyntax, clip(k))
 		}
 		seen[k] = true
-		if !slices.Contains([]string{"after", "times", "id"}, k) && !slices.Contains(spec.extra, k) && (k != "tokens" || !spec.midStream) && (k != "on" || !slices.Contains(onKinds, d.Kind)) {
+		if !slices.Contains([]string{"after", "times", "id", "backend"}, k) && !slices.Contains(spec.extra, k) && (k != "tokens" || !spec.midStream) && (k != "on" || !slices.Contains(onKinds, d.Kind)) {
 			return Directive{}, fmt.Errorf("directive %q: %w: %s does not take %q", clip(s), errKey, d.Kind, clip(k))
 		}
 		if k == "part" {
@@ -231,6 +246,13 @@ func ParseDirective(s string) (Directive, error) {
 				return Directive{}, fmt.Errorf("directive %q: %w: shape=%q is not flat or nested", clip(s), errValue, clip(v))
 			}
 			d.Nested = v == "nested"
+			continue
+		}
+		if k == "backend" {
+			if !backendName.MatchString(v) {
+				return Directive{}, fmt.Errorf("directive %q: %w: backend=%q wants 1 to 32 of a-z 0-9 -", clip(s), errValue, clip(v))
+			}
+			d.Backend = v
 			continue
 		}
 		if k == "id" {
@@ -348,6 +370,9 @@ func (d Directive) String() string {
 	}
 	if d.ID != "" {
 		fmt.Fprintf(&b, " id=%s", d.ID)
+	}
+	if d.Backend != "" {
+		fmt.Fprintf(&b, " backend=%s", d.Backend)
 	}
 	b.WriteString(directiveClose)
 	return b.String()

@@ -66,7 +66,10 @@
 // Keys every kind takes: after=MS (wait before the fault), times=N (only the
 // first N requests carrying the same id fail; later ones are answered
 // normally), id=X (the counter's name, 1-64 of A-Z a-z 0-9 . _ -; without it
-// the directive's own text names the counter). Counters live in the Server.
+// the directive's own text names the counter), backend=NAME (the directive
+// plays only on the Server whose Options.Backend is NAME; another answers
+// as if it were not there: two Servers so play a pool of two, one
+// throttled, one with room). Counters live in the Server.
 //
 //   - hang: send nothing until the client goes away (recorded Cancelled).
 //   - slow ms=N: a normal answer whose first byte comes N ms after the

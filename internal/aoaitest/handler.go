@@ -83,13 +83,15 @@ func (ex *exchange) serve() {
 	msgs := make([]tokens.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		msgs[i] = tokens.Message{Role: m.Role, Content: string(m.Content)}
-		found, ok, err := FindDirective(string(m.Content))
+		found, err := FindDirectives(string(m.Content))
 		if err != nil {
 			ex.invalid("Simulator: "+err.Error(), "messages", "")
 			return
 		}
-		if ok {
-			d = found
+		for _, f := range found {
+			if f.appliesTo(ex.s.opts.Backend) {
+				d = f
+			}
 		}
 	}
 	if d.Kind.responsesOnly() || d.On != "" {

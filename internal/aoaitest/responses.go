@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,7 @@ func (ex *exchange) create() {
 		ex.invalid("Simulator: "+err.Error(), "input", "")
 		return
 	}
+	ds = slices.DeleteFunc(ds, func(d Directive) bool { return !d.appliesTo(ex.s.opts.Backend) })
 	counter, err := ex.s.counter(ex.model)
 	if err != nil {
 		ex.serverError(http.StatusInternalServerError)

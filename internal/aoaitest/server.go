@@ -64,6 +64,10 @@ type Options struct {
 	// Logger receives one Info line per request (never prompt text or
 	// credentials); nil means no logging.
 	Logger *slog.Logger
+	// Backend is the name of the backend of timebox's pool this
+	// simulator plays: a directive with backend= another name does not
+	// play here. Empty plays only the directives that name none.
+	Backend string
 }
 
 // Stats are a Server's counters.

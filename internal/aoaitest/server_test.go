@@ -829,3 +829,22 @@ func contentOf(t *testing.T, events []string) string {
 	}
 	return b.String()
 }
+
+// A directive that names a backend plays only on the simulator playing it:
+// two simulators are a pool of two, one throttled, one with room. The
+// last directive that plays here wins.
+func TestDirectiveScopedToABackend(t *testing.T) {
+	for _, tt := range []struct {
+		backend, text string
+		want          int
+	}{
+		{"a", "hi [[sim:throttle s=20 backend=a]]", 429},
+		{"b", "hi [[sim:throttle s=20 backend=a]]", 200},
+		{"", "hi [[sim:throttle s=20 backend=a]]", 200},
+		{"b", "hi [[sim:status code=500 backend=b]] [[sim:throttle s=20 backend=a]]", 500},
+		{"b", "hi [[sim:throttle s=20]]", 429},
+	} {
+		resp, _ := post(t, aoaitest.New(aoaitest.Options{Backend: tt.backend}), aoaitest.DefaultDeployment, chatBody(tt.text, 0, false), nil)
+		assert.Equal(t, tt.want, resp.StatusCode, "%s on %q", tt.text, tt.backend)
+	}
+}

@@ -87,6 +87,11 @@ type Options struct {
 	// bound to Deployment); required with LongAnswers.
 	Cursors *cursor.Keys
 
+	// Backends counts the pool's backends that can take a call now and
+	// those skipped (cooling, or out), for GET /api/health; nil says
+	// nothing of them.
+	Backends func() (available, cooling int)
+
 	Logger    *slog.Logger
 	Chat      Completer
 	Tokens    *tokens.Counter

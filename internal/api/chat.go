@@ -190,6 +190,7 @@ func (s *server) complete(ctx context.Context, call *chatCall) (*aoai.Response, 
 func (s *server) noteAnswer(ctx context.Context, resp aoai.Response) {
 	rec := recordFrom(ctx)
 	rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
+	rec.backend, rec.trail = resp.Backend, resp.Trail
 	rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 }
 

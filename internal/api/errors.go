@@ -266,6 +266,7 @@ func (s *server) note(r *http.Request, err error) {
 	var upErr *aoai.Error
 	if errors.As(err, &upErr) {
 		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
+		rec.backend, rec.trail = upErr.Backend, upErr.Trail
 	}
 	rec.err = err
 }

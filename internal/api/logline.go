@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/quota"
 )
@@ -38,6 +39,23 @@ func (s *server) logLine(next http.Handler) http.Handler {
 	})
 }
 
+// attemptLog is one upstream attempt as the log line lists it: the
+// backend's name (never its URL), the status (0 for a network error) and
+// how long it took.
+type attemptLog struct {
+	Backend string `json:"backend"`
+	Status  int    `json:"status"`
+	Ms      int64  `json:"ms"`
+}
+
+func attemptsLog(trail []aoai.Attempt) []attemptLog {
+	out := make([]attemptLog, len(trail))
+	for i, a := range trail {
+		out[i] = attemptLog{Backend: a.Backend, Status: a.Status, Ms: a.Elapsed.Milliseconds()}
+	}
+	return out
+}
+
 // statusClientGone is the status logged for a caller that went away before
 // an answer (nginx's code for it).
 const statusClientGone = 499
@@ -50,6 +68,8 @@ type record struct {
 	phases           []phase
 	attempts         int
 	upstreamStatus   int
+	backend          string         // the pool's backend that answered (or failed last)
+	trail            []aoai.Attempt // every upstream attempt, over all backends
 	upstreamID       string        // Azure's apim-request-id of the last attempt
 	promptTokens     int           // billed: Azure's usage (see billedPrompt)
 	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
@@ -201,6 +221,12 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	}
 	if rec.attempts > 0 {
 		attrs = append(attrs, slog.Int("upstreamAttempts", rec.attempts), slog.Int("upstreamStatus", rec.upstreamStatus))
+	}
+	if rec.backend != "" {
+		attrs = append(attrs, slog.String("backend", rec.backend))
+	}
+	if len(rec.trail) > 0 {
+		attrs = append(attrs, slog.Any("attempts", attemptsLog(rec.trail)))
 	}
 	if rec.upstreamID != "" {
 		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))

@@ -236,6 +236,7 @@ func (s *server) noteHop(rec *record, res *longanswer.Result) {
 	rec.responseID, rec.hop = res.ResponseID, res.Hop
 	rec.hopTokens = rec.tally.of(res.Text) // counted as its pieces came
 	rec.attempts, rec.upstreamID = res.Attempts, res.UpstreamRequestID
+	rec.backend, rec.trail = res.Backend, res.Trail
 	if rec.attempts > 0 {
 		rec.upstreamStatus = http.StatusOK
 	}

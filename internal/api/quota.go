@@ -120,7 +120,8 @@ func (s *server) settleAnswered(ctx context.Context) {
 // billed is what the request was billed, as its log line reports it,
 // answered with status.
 func (rec *record) billed(status int) quota.Billed {
-	return quota.Billed{Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status}
+	return quota.Billed{Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
+		Backend: rec.backend}
 }
 
 // settle charges rec's reservation b and says so on the log line.
@@ -192,6 +193,7 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 		Prompt: res.Usage.PromptTokens, Completion: res.Usage.CompletionTokens,
 		Unreported: res.Usage.TotalTokens == 0, Seen: seenOf(rec, res, whole),
 		RanUnseen: res.Unwatched, Status: status, ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
+		Backend: res.Backend,
 	}
 	s.settle(ctx, rec, billed)
 }

@@ -73,9 +73,26 @@ func (s *server) handleReady() http.Handler {
 
 // handleHealth says the handler is up and which version it runs, without
 // calling Azure OpenAI.
+// handleHealth answers liveness with the version and, with a pool, how
+// many of its backends can take a call and how many are skipped: counts,
+// never names or URLs, since health answers anyone.
 func (s *server) handleHealth() http.Handler {
+	type backends struct {
+		Available int `json:"available"`
+		Cooling   int `json:"cooling"`
+	}
+	type health struct {
+		Status   string    `json:"status"`
+		Version  string    `json:"version"`
+		Backends *backends `json:"backends,omitempty"`
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+		h := health{Status: "ok", Version: s.Version}
+		if s.Backends != nil {
+			available, cooling := s.Backends()
+			h.Backends = &backends{Available: available, Cooling: cooling}
+		}
+		writeJSON(w, http.StatusOK, h)
 	})
 }
 

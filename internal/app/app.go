@@ -128,7 +128,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	chat, err := upstream(cfg, seams)
+	chat, err := upstream(cfg, seams, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +192,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		Model:         cfg.Model,
 		Logger:        logger,
 		Chat:          chat,
+		Backends:      chat.Backends,
 		Tokens:        counter,
 		Fetcher: fetch.New(fetch.Options{
 			UserAgent:   "timebox/" + version + " (+https://github.com/timebox-dev/timebox)",
@@ -203,21 +204,25 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 	return &App{Handler: h, Logger: logger, Lingering: lingering, chat: chat}, nil
 }
 
-// upstream builds the Azure OpenAI client: api-key auth when a key is set,
-// Entra ID otherwise.
-func upstream(cfg config.Config, seams Seams) (*aoai.Client, error) {
+// upstream builds the Azure OpenAI client over the pool of cfg.Backends:
+// api-key auth for a backend with a key, Entra ID for the others.
+func upstream(cfg config.Config, seams Seams, logger *slog.Logger) (*aoai.Client, error) {
 	opts := aoai.Options{
-		Endpoint:    cfg.Endpoint,
-		Deployment:  cfg.Deployment,
-		Model:       cfg.Model,
-		APIVersion:  cfg.APIVersion,
-		APIKey:      cfg.APIKey,
 		Credential:  seams.Credential,
 		Transport:   seams.Upstream,
 		FastFailure: cfg.FastFailure,
 		MaxAttempts: cfg.UpstreamAttempts,
+		MinTime:     cfg.MinUpstreamTime,
+		CooldownMax: cfg.BackendCooldownMax,
+		Logger:      logger,
 	}
-	if cfg.APIKey == "" && opts.Credential == nil {
+	entra := false
+	for _, b := range cfg.Backends {
+		opts.Backends = append(opts.Backends, aoai.Backend{Name: b.Name, Endpoint: b.Endpoint, Deployment: b.Deployment, Model: b.Model,
+			Priority: b.Priority, Weight: b.Weight, APIVersion: b.APIVersion, APIKey: b.APIKey})
+		entra = entra || b.APIKey == ""
+	}
+	if entra && opts.Credential == nil {
 		c, err := credential(cfg)
 		if err != nil {
 			return nil, err

@@ -32,10 +32,13 @@ type Config struct {
 
 	// Endpoint is the Azure OpenAI resource's root URL
 	// (AZURE_OPENAI_ENDPOINT), with no path: https, or http for a loopback
-	// host (the simulator). Required. A trailing /openai or /openai/v1 is
-	// taken off (with a warning); any other path is refused.
+	// host (the simulator). Required without AZURE_OPENAI_BACKENDS, refused
+	// with it (nil then). A trailing /openai or /openai/v1 is taken off
+	// (with a warning); any other path is refused.
 	Endpoint *url.URL
-	// Deployment is the model deployment name (AZURE_OPENAI_DEPLOYMENT). Required.
+	// Deployment is the model deployment name (AZURE_OPENAI_DEPLOYMENT).
+	// Required. With AZURE_OPENAI_BACKENDS, the name callers use (the
+	// OpenAI surface's model); each backend has its own real name.
 	Deployment string
 	// Model is the model the deployment runs (AZURE_OPENAI_MODEL, e.g.
 	// gpt-4o-mini); unset, the deployment's name, which then names its
@@ -66,9 +69,19 @@ type Config struct {
 	// ClientTimeoutMargin is taken off x-client-timeout-ms so the server can
 	// still answer before the caller gives up (CLIENT_TIMEOUT_MARGIN, default 2 s).
 	ClientTimeoutMargin time.Duration
-	// UpstreamAttempts caps the server's own upstream attempts (throttles
-	// whose wait fits the budget) (UPSTREAM_MAX_ATTEMPTS, default 2).
+	// UpstreamAttempts caps the server's own upstream attempts at one
+	// call, over all backends of the pool (UPSTREAM_MAX_ATTEMPTS, default
+	// 2, at most 5).
 	UpstreamAttempts int
+
+	// Backends is the pool of Azure OpenAI deployments calls are routed
+	// across (AZURE_OPENAI_BACKENDS); without it, the pool of one named
+	// DefaultBackend that Endpoint, Deployment, Model, APIVersion and
+	// APIKey describe. Never empty after Load.
+	Backends []Backend
+	// BackendCooldownMax caps how long a throttled backend is skipped,
+	// whatever wait it named (BACKEND_COOLDOWN_MAX, default 60 s).
+	BackendCooldownMax time.Duration
 
 	// MaxTokens is the completion token limit sent upstream when the caller
 	// asks for none, and the cap on what a caller may ask (MAX_TOKENS, default 1024).
@@ -152,9 +165,18 @@ const maxLongAnswerLimit = 24 * time.Hour
 
 // Background reports whether answers run in the Responses API's background
 // mode, across hops: LONG_ANSWERS is background and the deployment's model
-// supports it. Every other deployment keeps Chat Completions.
+// supports it, and so does every backend's of the pool (a create may fail
+// over to any). Every other deployment keeps Chat Completions.
 func (c Config) Background() bool {
-	return c.LongAnswers == LongAnswersBackground && modelfacts.Lookup(c.Model).Background
+	if c.LongAnswers != LongAnswersBackground || !modelfacts.Lookup(c.Model).Background {
+		return false
+	}
+	for _, b := range c.Backends {
+		if !modelfacts.Lookup(b.Model).Background {
+			return false
+		}
+	}
+	return true
 }
 
 // Load reads and validates the configuration from getenv. It returns every
@@ -214,27 +236,25 @@ func Load(getenv func(string) string) (Config, error) {
 		MinUpstreamTime:     duration("MIN_UPSTREAM_TIME", 3*time.Second),
 	}
 
-	switch v := get("AZURE_OPENAI_ENDPOINT"); {
-	case v == "":
-		bad("AZURE_OPENAI_ENDPOINT", "required (https://<resource>.openai.azure.com; `make run` sets the simulator's)")
-	default:
-		u, err := url.Parse(v)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-			bad("AZURE_OPENAI_ENDPOINT", "%q is not an http(s) URL", v)
-		case u.Scheme == "http" && !isLoopback(u.Hostname()):
-			bad("AZURE_OPENAI_ENDPOINT", "%q: http is allowed only for a loopback host; use https", v)
-		case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-			bad("AZURE_OPENAI_ENDPOINT", "%q must be a bare resource URL without credentials, query or fragment", v)
-		default:
-			c.Endpoint, c.Warnings = resourceRoot(u, bad, c.Warnings)
+	if v := get("AZURE_OPENAI_BACKENDS"); v != "" {
+		loadBackends(&c, v, get, bad)
+		c.APIVersion, c.APIKey = "", ""
+	} else {
+		if v := get("AZURE_OPENAI_ENDPOINT"); v == "" {
+			bad("AZURE_OPENAI_ENDPOINT", "required (https://<resource>.openai.azure.com; `make run` sets the simulator's), or AZURE_OPENAI_BACKENDS")
+		} else {
+			c.Endpoint = endpoint("AZURE_OPENAI_ENDPOINT", v, bad, &c.Warnings)
 		}
+		// Today's single deployment is the pool of one.
+		c.Backends = []Backend{{Name: DefaultBackend, Endpoint: c.Endpoint, Deployment: c.Deployment, Model: cmp.Or(c.Model, c.Deployment),
+			Priority: 1, Weight: 1, APIVersion: c.APIVersion, APIKey: c.APIKey}}
 	}
+	c.BackendCooldownMax = duration("BACKEND_COOLDOWN_MAX", DefaultBackendCooldownMax)
 	c.Model = cmp.Or(c.Model, c.Deployment)
 	if c.Deployment == "" {
-		bad("AZURE_OPENAI_DEPLOYMENT", "required (the model deployment name)")
-	} else if strings.ContainsAny(c.Deployment, "/?#%") {
-		bad("AZURE_OPENAI_DEPLOYMENT", "%q must not contain / ? # or %%", c.Deployment)
+		bad("AZURE_OPENAI_DEPLOYMENT", "required (the model deployment name; with AZURE_OPENAI_BACKENDS, the name callers use)")
+	} else if p := deploymentProblem(c.Deployment); p != "" {
+		bad("AZURE_OPENAI_DEPLOYMENT", "%s", p)
 	}
 	if c.Budget >= PlatformLimit {
 		bad("REQUEST_BUDGET", "%s must be below the platform's %s limit (keep a margin: 200s is the default)", c.Budget, PlatformLimit)
@@ -257,7 +277,9 @@ func Load(getenv func(string) string) (Config, error) {
 			c.Encoding = v
 		}
 	}
-	c.ContextWindow = integer("CONTEXT_WINDOW", facts.PromptWindow(c.MaxTokens)+c.MaxTokens, 256, 10_000_000)
+	// The prompt must fit the smallest window of the pool, wherever it goes.
+	window := min(facts.PromptWindow(c.MaxTokens)+c.MaxTokens, checkPoolModels(&c, bad))
+	c.ContextWindow = integer("CONTEXT_WINDOW", window, 256, 10_000_000)
 	if c.MaxTokens >= c.ContextWindow {
 		bad("MAX_TOKENS", "%d must be below CONTEXT_WINDOW (%d)", c.MaxTokens, c.ContextWindow)
 	}
@@ -311,26 +333,44 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// endpoint checks v, the value of setting name, as an Azure OpenAI
+// resource's URL and returns its root; nil after a problem, which bad is
+// told of.
+func endpoint(name, v string, bad func(name, format string, args ...any), warnings *[]string) *url.URL {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		bad(name, "%q is not an http(s) URL", v)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		bad(name, "%q: http is allowed only for a loopback host; use https", v)
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		bad(name, "%q must be a bare resource URL without credentials, query or fragment", v)
+	default:
+		return resourceRoot(name, u, bad, warnings)
+	}
+	return nil
+}
+
 // resourceRoot is the endpoint u as the resource's root URL, which is what
 // package aoai adds its paths to (/openai/v1/..., /openai/deployments/...).
 // A trailing /openai or /openai/v1 (the form the OpenAI SDKs' samples for
 // Azure write) is taken off with a warning; any other path would send every
 // call to a URL Azure OpenAI answers with 404, so it is refused.
-func resourceRoot(u *url.URL, bad func(name, format string, args ...any), warnings []string) (*url.URL, []string) {
+func resourceRoot(name string, u *url.URL, bad func(name, format string, args ...any), warnings *[]string) *url.URL {
 	path := strings.TrimRight(u.Path, "/")
 	root := *u
 	root.Path, root.RawPath = "", ""
 	switch {
 	case path == "":
 	case strings.EqualFold(path, "/openai") || strings.EqualFold(path, "/openai/v1"):
-		warnings = append(warnings, fmt.Sprintf("AZURE_OPENAI_ENDPOINT: the path %s was taken off: timebox adds the API's path itself; "+
-			"write the resource's root, %s", u.Path, root.String()))
+		*warnings = append(*warnings, fmt.Sprintf("%s: the path %s was taken off: timebox adds the API's path itself; "+
+			"write the resource's root, %s", name, u.Path, root.String()))
 	default:
-		bad("AZURE_OPENAI_ENDPOINT", "%q has a path (%s): write the resource's root URL, %s, without a path (timebox adds the API's path itself)",
+		bad(name, "%q has a path (%s): write the resource's root URL, %s, without a path (timebox adds the API's path itself)",
 			u.String(), u.Path, root.String())
-		return nil, warnings
+		return nil
 	}
-	return &root, warnings
+	return &root
 }
 
 // problems is every invalid setting, said in one line: the Functions host

@@ -55,21 +55,32 @@ const maxLength = 512
 // into the answer (what the hops before relayed: where the rest starts
 // when it is read whole, from a retrieve, because the stream cannot be
 // resumed), Received completion tokens into it (what the hops before
-// delivered, as counted: where the quota charges the next hop from).
+// delivered, as counted: where the quota charges the next hop from); at
+// the pool's backend Backend, which holds the response.
 type Cursor struct {
 	ResponseID string
 	After      int
 	Hop        int
 	Offset     int
 	Received   int
+	// Backend names the backend of the pool (AZURE_OPENAI_BACKENDS) that
+	// created the response: a continue, a cancel and the settlement go
+	// there, from any instance, and nowhere else. It is sealed with the
+	// rest, so a caller cannot send a hop to another backend. Empty (a
+	// cursor sealed before backends had names) is the only backend of a
+	// pool of one.
+	Backend string
 }
 
 // fields are c's fields as sealed, in order. A new field goes at the end
 // here and in parse, with the version raised when old cursors must not
 // open.
 func (c Cursor) fields() []string {
-	return []string{version, c.ResponseID, strconv.Itoa(c.After), strconv.Itoa(c.Hop), strconv.Itoa(c.Offset), strconv.Itoa(c.Received)}
+	return []string{version, c.ResponseID, strconv.Itoa(c.After), strconv.Itoa(c.Hop), strconv.Itoa(c.Offset), strconv.Itoa(c.Received), c.Backend}
 }
+
+// backendName matches a backend's name (config's rule), or none.
+var backendName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]{0,32}$`) })
 
 // responseID matches Azure OpenAI's response ids (resp_ and hex digits),
 // with room to spare; nothing else reaches a URL.
@@ -78,11 +89,15 @@ var responseID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // parse reads what fields wrote; anything else is ErrNotFound.
 func parse(s string) (Cursor, error) {
 	parts := strings.Split(s, ":")
-	if len(parts) != 6 || parts[0] != version || !responseID().MatchString(parts[1]) {
+	if len(parts) == 6 {
+		// Sealed before the backend was a field: the pool of one's.
+		parts = append(parts, "")
+	}
+	if len(parts) != 7 || parts[0] != version || !responseID().MatchString(parts[1]) || !backendName().MatchString(parts[6]) {
 		return Cursor{}, ErrNotFound
 	}
 	var n [4]int
-	for i, p := range parts[2:] {
+	for i, p := range parts[2:6] {
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 0 || v > maxNumber || strconv.Itoa(v) != p {
 			return Cursor{}, ErrNotFound
@@ -92,7 +107,7 @@ func parse(s string) (Cursor, error) {
 	if n[1] < 2 {
 		return Cursor{}, ErrNotFound // the first hop is the create's
 	}
-	return Cursor{ResponseID: parts[1], After: n[0], Hop: n[1], Offset: n[2], Received: n[3]}, nil
+	return Cursor{ResponseID: parts[1], After: n[0], Hop: n[1], Offset: n[2], Received: n[3], Backend: parts[6]}, nil
 }
 
 // MinKeyBytes is the least length of a key: 256 bits, HMAC-SHA256's

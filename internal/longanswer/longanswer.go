@@ -29,13 +29,15 @@ var ErrLimit = errors.New("long answer limit reached")
 // request's own context has ended.
 const cancelTimeout = 10 * time.Second
 
-// Upstream is what the hops need of Azure OpenAI (aoai.Client).
+// Upstream is what the hops need of Azure OpenAI (aoai.Client). A
+// generation lives at the backend that created it: every later call names
+// that backend (a cursor's Backend), and goes nowhere else.
 type Upstream interface {
 	Create(ctx context.Context, req *aoai.GenerationRequest) (*aoai.Hop, error)
-	Resume(ctx context.Context, id string, after int, requestID string, onDelta func(string)) (*aoai.Hop, error)
-	Retrieve(ctx context.Context, id string) (*aoai.StoredResponse, error)
-	Await(ctx context.Context, id string, interval time.Duration) (*aoai.StoredResponse, error)
-	Cancel(ctx context.Context, id string) (*aoai.StoredResponse, error)
+	Resume(ctx context.Context, backend, id string, after int, requestID string, onDelta func(string)) (*aoai.Hop, error)
+	Retrieve(ctx context.Context, backend, id string) (*aoai.StoredResponse, error)
+	Await(ctx context.Context, backend, id string, interval time.Duration) (*aoai.StoredResponse, error)
+	Cancel(ctx context.Context, backend, id string) (*aoai.StoredResponse, error)
 }
 
 // The defaults of Hops' Margin and Poll.
@@ -104,8 +106,11 @@ type Result struct {
 	// Polled is true when the stream could not be resumed and the rest was
 	// read from a retrieve.
 	Polled bool
-	// Attempts and UpstreamRequestID are this hop's streaming call's.
+	// Backend is the backend that holds the response.
+	Backend string
+	// Attempts, Trail and UpstreamRequestID are this hop's streaming call's.
 	Attempts          int
+	Trail             []aoai.Attempt
 	UpstreamRequestID string
 }
 
@@ -136,7 +141,7 @@ func (h *Hops) Start(ctx context.Context, req *aoai.GenerationRequest, owner cur
 	if hop == nil {
 		return nil, err
 	}
-	return h.settle(ctx, hopCtx, hop, err, cursor.Cursor{Hop: 1}, false, hop.CreatedAt)
+	return h.settle(ctx, hopCtx, hop, err, cursor.Cursor{Hop: 1, Backend: hop.Backend}, false, hop.CreatedAt)
 }
 
 // Continue runs a later hop from c for caller: the generation's text after
@@ -158,7 +163,7 @@ func (h *Hops) Continue(ctx context.Context, c cursor.Cursor, caller cursor.Owne
 		// Event 0 is response.created: every piece of text comes after it.
 		after = 0
 	}
-	hop, err := h.Upstream.Resume(hopCtx, r.ID, after, requestID, onDelta)
+	hop, err := h.Upstream.Resume(hopCtx, c.Backend, r.ID, after, requestID, onDelta)
 	if errors.Is(err, aoai.ErrResumeRefused) {
 		res, err := h.poll(ctx, hopCtx, c, whole, onDelta, r.CreatedAt)
 		res.Metadata = r.Metadata
@@ -184,7 +189,7 @@ func ended(r *aoai.StoredResponse, c cursor.Cursor, err error) *Result {
 	if r == nil {
 		return nil
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Usage: r.Usage, Unwatched: true}
+	res := &Result{ResponseID: r.ID, Backend: c.Backend, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Usage: r.Usage, Unwatched: true}
 	switch {
 	case r.Status == "failed":
 		res.End = EndFailed
@@ -203,7 +208,7 @@ func ended(r *aoai.StoredResponse, c cursor.Cursor, err error) *Result {
 // ended: cancelled, or as it had ended before. One that has ended is not
 // an error; one past its limit is still its owner's to cancel.
 func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner) (*Result, error) {
-	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
+	r, err := h.Upstream.Retrieve(ctx, c.Backend, c.ResponseID)
 	if errors.Is(err, aoai.ErrUnknownResponse) {
 		return nil, cursor.ErrNotFound
 	}
@@ -213,9 +218,9 @@ func (h *Hops) Cancel(ctx context.Context, c cursor.Cursor, caller cursor.Owner)
 	if err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); err != nil && !errors.Is(err, cursor.ErrExpired) {
 		return nil, err
 	}
-	res := &Result{ResponseID: r.ID, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Unwatched: true}
+	res := &Result{ResponseID: r.ID, Backend: c.Backend, Hop: c.Hop, Received: c.Received, Metadata: r.Metadata, Unwatched: true}
 	if !r.Terminal() {
-		r, err = h.Upstream.Cancel(ctx, r.ID)
+		r, err = h.Upstream.Cancel(ctx, c.Backend, r.ID)
 		if err != nil {
 			return nil, fmt.Errorf("cancel long answer: %w", err)
 		}
@@ -241,7 +246,7 @@ func endOf(r *aoai.StoredResponse) string {
 // its limit is cancelled if it still runs. A refused response that is the
 // caller's (past its limit, failed) is returned with the refusal.
 func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) (*aoai.StoredResponse, error) {
-	r, err := h.Upstream.Retrieve(ctx, c.ResponseID)
+	r, err := h.Upstream.Retrieve(ctx, c.Backend, c.ResponseID)
 	if errors.Is(err, aoai.ErrUnknownResponse) {
 		return nil, cursor.ErrNotFound
 	}
@@ -251,7 +256,7 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 	switch err := cursor.Check(r.Metadata, r.CreatedAt, caller, h.Limit, time.Now()); {
 	case errors.Is(err, cursor.ErrExpired):
 		if !r.Terminal() {
-			h.cancel(ctx, r.ID)
+			h.cancel(ctx, c.Backend, r.ID)
 		}
 		return r, err
 	case err != nil:
@@ -270,8 +275,8 @@ func (h *Hops) owned(ctx context.Context, c cursor.Cursor, caller cursor.Owner) 
 // resume: a retrieve every Poll until it ends, within the hop. The rest is
 // then cut from the whole text at the cursor's offset: late, never lost.
 func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, onDelta func(string), created time.Time) (*Result, error) {
-	res := &Result{ResponseID: c.ResponseID, Hop: c.Hop, Received: c.Received, Polled: true}
-	r, err := h.Upstream.Await(hopCtx, c.ResponseID, cmp.Or(h.Poll, DefaultPoll))
+	res := &Result{ResponseID: c.ResponseID, Backend: c.Backend, Hop: c.Hop, Received: c.Received, Polled: true}
+	r, err := h.Upstream.Await(hopCtx, c.Backend, c.ResponseID, cmp.Or(h.Poll, DefaultPoll))
 	switch {
 	case err == nil && (r.Status == "completed" || r.Status == "incomplete"):
 		text := r.Text
@@ -301,7 +306,8 @@ func (h *Hops) poll(ctx, hopCtx context.Context, c cursor.Cursor, whole bool, on
 // generation; a cursor, when only the hop's own time ran out; the caller
 // gone or the limit come, the generation cancelled; or the failure.
 func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c cursor.Cursor, whole bool, created time.Time) (*Result, error) {
-	res := &Result{ResponseID: hop.ResponseID, Hop: c.Hop, Received: c.Received, Text: hop.Text, Attempts: hop.Attempts, UpstreamRequestID: hop.UpstreamRequestID}
+	res := &Result{ResponseID: hop.ResponseID, Backend: cmp.Or(hop.Backend, c.Backend), Hop: c.Hop, Received: c.Received, Text: hop.Text,
+		Attempts: hop.Attempts, Trail: hop.Trail, UpstreamRequestID: hop.UpstreamRequestID}
 	switch {
 	case err == nil && hop.Done:
 		res.Done, res.FinishReason, res.Usage, res.Answer = true, hop.FinishReason, hop.Usage, hop.Answer
@@ -312,11 +318,11 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 	case ctx.Err() != nil:
 		// The caller left (or its own deadline came): no generation
 		// runs for nobody.
-		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Usage = h.cancel(ctx, res.Backend, hop.ResponseID)
 		res.Cancelled, res.End = true, EndCallerGone
 		return res, err
 	case hopCtx.Err() != nil && !time.Now().Before(created.Add(h.Limit)):
-		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Usage = h.cancel(ctx, res.Backend, hop.ResponseID)
 		res.Cancelled, res.End = true, EndLimit
 		return res, ErrLimit
 	case hop.Status == "failed":
@@ -326,7 +332,7 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		// The first hop failed after its response was created: its caller
 		// has no cursor to go on with, so the generation is cancelled (no
 		// generation runs for nobody), and it ended failed.
-		res.Usage = h.cancel(ctx, hop.ResponseID)
+		res.Usage = h.cancel(ctx, res.Backend, hop.ResponseID)
 		res.Cancelled, res.End = true, EndFailed
 		return res, err
 	case hopCtx.Err() != nil:
@@ -336,7 +342,7 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		if whole {
 			offset = max(c.Offset, len(hop.Text))
 		}
-		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, After: hop.Last, Hop: c.Hop + 1, Offset: offset, Received: c.Received}
+		res.Next = &cursor.Cursor{ResponseID: hop.ResponseID, Backend: res.Backend, After: hop.Last, Hop: c.Hop + 1, Offset: offset, Received: c.Received}
 		return res, nil
 	}
 	return res, err
@@ -345,10 +351,10 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 // cancel cancels a generation upstream on behalf of a hop whose context
 // may have ended already, and returns its usage: zero unless it had ended
 // with one.
-func (h *Hops) cancel(ctx context.Context, id string) aoai.Usage {
+func (h *Hops) cancel(ctx context.Context, backend, id string) aoai.Usage {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer stop()
-	r, err := h.Upstream.Cancel(ctx, id)
+	r, err := h.Upstream.Cancel(ctx, backend, id)
 	if err != nil {
 		return aoai.Usage{}
 	}

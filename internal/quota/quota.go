@@ -229,6 +229,9 @@ type Billed struct {
 	RanUnseen bool
 	// Status is the HTTP status the request was answered with.
 	Status int
+	// Backend names the backend of the pool that answered (the last
+	// attempt's), for the ledger; empty when no attempt was made.
+	Backend string
 	// ResponseID, Hop and Outcome are a long answer's, for the ledger:
 	// its response at Azure OpenAI, the hop that settled it, and how the
 	// generation ended (completed, cancelled, caller_gone, limit, failed).

@@ -258,7 +258,7 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 }
 
 // settledRow is what a settlement writes to the ledger row (l as read at
-// now): what was billed, and, for a long answer, which response, the hop
+// now): what was billed, by which backend, and, for a long answer, which response, the hop
 // that settled it and how it ended, and for an estimate the tokens the
 // hops received.
 func settledRow(b Billed, l *ledger, now time.Time) map[string]any {
@@ -276,6 +276,9 @@ func settledRow(b Billed, l *ledger, now time.Time) map[string]any {
 	}
 	if b.ResponseID != "" {
 		row["ResponseId"], row["Hop"], row["Outcome"] = b.ResponseID, int32(b.Hop), b.Outcome
+	}
+	if b.Backend != "" {
+		row["Backend"] = b.Backend
 	}
 	return row
 }

@@ -114,6 +114,9 @@ type Decision struct {
 	Reason Reason
 	// Timeout is true when the attempt was judged a timeout (slow failure).
 	Timeout bool
+	// Failover is true when the server sends the call to another backend
+	// of its pool at once (Upstream.Decide; ReasonFailover).
+	Failover bool
 }
 
 // Decide applies the rule to a failed attempt. Checks run in this order:
