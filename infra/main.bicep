@@ -37,6 +37,14 @@ param openAiCapacity int = 30
 @description('AZURE_OPENAI_API_VERSION: empty for the v1 API path.')
 param openAiApiVersion string = ''
 
+// ---- Or a pool of Azure OpenAI deployments (AZURE_OPENAI_BACKENDS; docs/deploy.md, "A pool of deployments") --
+
+@description('The pool the app routes across, in place of the single account above: one object per deployment, {name, accountName, resourceGroupName?, deploymentName, model?, priority?, weight?, apiVersion?} for an existing account, or {name, create: true, deploymentName, modelName, modelVersion, capacity, skuName?, location?, priority?, weight?} for a new account with that deployment. The app\'s identity gets Cognitive Services OpenAI User on every account. Empty: the single account above.')
+param openAiBackends array = []
+
+@description('BACKEND_COOLDOWN_MAX: the longest a throttled backend of the pool is skipped, whatever wait it named.')
+param backendCooldownMax string = '60s'
+
 // ---- Handler settings (docs/operations.md) ---------------------------------------------------------------------
 
 @minLength(1)
@@ -151,10 +159,14 @@ var resourceToken = toLower(uniqueString(subscription().id, environmentName, loc
 var tags = { 'azd-env-name': environmentName }
 var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
 var deploymentStorageContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
+var usePool = !empty(openAiBackends)
 var useExistingOpenAi = !empty(openAiAccountName)
 // Names known before deployment, so module scopes and parameters need no outputs of conditional modules.
 var openAiName = useExistingOpenAi ? openAiAccountName : '${abbrs.cognitiveServicesAccounts}${resourceToken}'
 var openAiGroupName = useExistingOpenAi && !empty(openAiResourceGroupName) ? openAiResourceGroupName : rg.name
+// The pool's accounts: a new one is named after its backend; an existing one lives in its own group, or ours.
+var poolAccountNames = [for b in openAiBackends: (b.?create ?? false) ? '${abbrs.cognitiveServicesAccounts}${b.name}-${take(resourceToken, 8)}' : b.accountName]
+var poolGroupNames = [for b in openAiBackends: (b.?create ?? false) || empty(b.?resourceGroupName ?? '') ? rg.name : b.resourceGroupName]
 
 // host.json is the one place the per-instance concurrency is decided; the plan's HTTP concurrency follows it,
 // so the platform never sends an instance more requests than its host admits without a queue.
@@ -201,7 +213,7 @@ module monitoring 'app/monitoring.bicep' = {
   }
 }
 
-module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi) {
+module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi && !usePool) {
   name: 'openai'
   scope: rg
   params: {
@@ -216,7 +228,7 @@ module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi) {
 }
 
 // The role on the Azure OpenAI account, wherever it lives: the existing account's group, or ours.
-module openAiAccess 'app/openai-access.bicep' = {
+module openAiAccess 'app/openai-access.bicep' = if (!usePool) {
   name: 'openai-access'
   scope: resourceGroup(openAiGroupName)
   dependsOn: [rg, newOpenAi]
@@ -225,6 +237,33 @@ module openAiAccess 'app/openai-access.bicep' = {
     principalId: identity.outputs.principalId
   }
 }
+
+// The pool's new accounts, each with its deployment (a provisioned one with skuName ProvisionedManaged).
+module poolOpenAi 'app/openai.bicep' = [for (b, i) in openAiBackends: if (b.?create ?? false) {
+  name: 'openai-pool-${i}'
+  scope: rg
+  params: {
+    name: poolAccountNames[i]
+    location: b.?location ?? location
+    tags: tags
+    deploymentName: b.deploymentName
+    modelName: b.modelName
+    modelVersion: b.modelVersion
+    capacity: b.capacity
+    skuName: b.?skuName ?? 'GlobalStandard'
+  }
+}]
+
+// Cognitive Services OpenAI User on every account of the pool, wherever it lives, and its endpoint.
+module poolAccess 'app/openai-access.bicep' = [for (b, i) in openAiBackends: {
+  name: 'openai-access-${i}'
+  scope: resourceGroup(poolGroupNames[i])
+  dependsOn: [rg, poolOpenAi]
+  params: {
+    accountName: poolAccountNames[i]
+    principalId: identity.outputs.principalId
+  }
+}]
 
 module rbac 'app/rbac.bicep' = {
   name: 'rbac'
@@ -240,7 +279,7 @@ module rbac 'app/rbac.bicep' = {
 module api 'app/api.bicep' = {
   name: 'api'
   scope: rg
-  dependsOn: [rbac, openAiAccess]
+  dependsOn: [rbac, openAiAccess, poolAccess]
   params: {
     name: functionAppName
     location: location
@@ -253,11 +292,24 @@ module api 'app/api.bicep' = {
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
     perInstanceConcurrency: perInstanceConcurrency
-    openAiEndpoint: openAiAccess.outputs.endpoint
+    openAiEndpoint: usePool ? '' : openAiAccess.outputs.endpoint
+    // With the pool, the name callers use (the OpenAI surface's model); each backend has its own.
     openAiDeploymentName: openAiDeploymentName
-    // The model of a deployment this template creates is known; an existing one's is its name's to say.
-    openAiModel: useExistingOpenAi ? '' : openAiModelName
-    openAiApiVersion: openAiApiVersion
+    // The model of a deployment this template creates is known, and so is the pool's (every backend runs
+    // it); an existing one's is its name's to say.
+    openAiModel: useExistingOpenAi && !usePool ? '' : openAiModelName
+    openAiApiVersion: usePool ? '' : openAiApiVersion
+    // The pool as AZURE_OPENAI_BACKENDS lists it: names, endpoints and deployments; no key (the identity signs in).
+    openAiBackendList: [for (b, i) in openAiBackends: {
+      name: b.name
+      endpoint: poolAccess[i].outputs.endpoint
+      deployment: b.deploymentName
+      model: b.?model ?? b.?modelName ?? openAiModelName
+      priority: b.?priority ?? 1
+      weight: b.?weight ?? 1
+      apiVersion: b.?apiVersion ?? ''
+    }]
+    backendCooldownMax: backendCooldownMax
     allowedOrigins: allowedOrigins
     requestBudget: requestBudget
     fastFailureThreshold: fastFailureThreshold
@@ -266,7 +318,7 @@ module api 'app/api.bicep' = {
     maxTokens: maxTokens
     contextWindow: contextWindow
     tokenizer: tokenizer
-    deploymentTpm: empty(deploymentTpm) && !useExistingOpenAi ? string(openAiCapacity * 1000) : deploymentTpm
+    deploymentTpm: empty(deploymentTpm) && !useExistingOpenAi && !usePool ? string(openAiCapacity * 1000) : deploymentTpm
     fetchTimeout: fetchTimeout
     extractTimeout: extractTimeout
     materialInFlightMb: materialInFlightMb
@@ -301,7 +353,7 @@ output SERVICE_API_NAME string = api.outputs.name
 output SERVICE_API_URI string = api.outputs.uri
 @description('The managed identity\'s client id (AZURE_CLIENT_ID of the app).')
 output AZURE_CLIENT_ID string = identity.outputs.clientId
-output AZURE_OPENAI_ENDPOINT string = openAiAccess.outputs.endpoint
+output AZURE_OPENAI_ENDPOINT string = usePool ? '' : openAiAccess.outputs.endpoint
 output AZURE_OPENAI_DEPLOYMENT string = openAiDeploymentName
 @description('What to paste into the web part: the TimeboxClient baseUrl, and the origins the app admits.')
 output WEB_PART_BASE_URL string = api.outputs.uri

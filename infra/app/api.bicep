@@ -18,6 +18,11 @@ param openAiDeploymentName string
 @description('AZURE_OPENAI_MODEL: the model the deployment runs; empty: the deployment\'s name says it.')
 param openAiModel string
 param openAiApiVersion string
+@description('The pool: AZURE_OPENAI_BACKENDS\'s entries, endpoints resolved; empty: the single endpoint.')
+param openAiBackendList array = []
+@description('AZURE_OPENAI_BACKENDS: the pool as the handler reads it, a JSON array; empty without one.')
+param openAiBackends string = empty(openAiBackendList) ? '' : string(openAiBackendList)
+param backendCooldownMax string
 param allowedOrigins string
 param requestBudget string
 param fastFailureThreshold string
@@ -81,6 +86,8 @@ var handlerSettings = {
   AZURE_OPENAI_DEPLOYMENT: openAiDeploymentName
   AZURE_OPENAI_MODEL: openAiModel
   AZURE_OPENAI_API_VERSION: openAiApiVersion
+  AZURE_OPENAI_BACKENDS: openAiBackends
+  BACKEND_COOLDOWN_MAX: backendCooldownMax
   AZURE_CLIENT_ID: identityClientId
   ALLOWED_ORIGINS: allowedOrigins
   REQUEST_BUDGET: requestBudget

@@ -6,8 +6,10 @@ param tags object = {}
 param deploymentName string
 param modelName string
 param modelVersion string
-@description('Thousands of tokens per minute.')
+@description('Thousands of tokens per minute; for a provisioned deployment, its units (PTU).')
 param capacity int
+@description('The deployment type: GlobalStandard (pay as you go), or ProvisionedManaged / GlobalProvisionedManaged (PTU).')
+param skuName string = 'GlobalStandard'
 
 resource account 'Microsoft.CognitiveServices/accounts@2024-10-01' = {
   name: name
@@ -26,7 +28,7 @@ resource deployment 'Microsoft.CognitiveServices/accounts/deployments@2024-10-01
   parent: account
   name: deploymentName
   sku: {
-    name: 'GlobalStandard'
+    name: skuName
     capacity: capacity
   }
   properties: {

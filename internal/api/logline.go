@@ -70,13 +70,13 @@ type record struct {
 	upstreamStatus   int
 	backend          string         // the pool's backend that answered (or failed last)
 	trail            []aoai.Attempt // every upstream attempt, over all backends
-	upstreamID       string        // Azure's apim-request-id of the last attempt
-	promptTokens     int           // billed: Azure's usage (see billedPrompt)
-	countedPrompt    int           // counted by prompt fitting; 0: not counted (small requests)
-	completionTokens int           // delivered to the caller
-	abandonedTokens  int           // generated, but the caller never got them
-	firstTokenAt     time.Duration // since the request began; 0: no token came
-	stream           bool          // answered as server-sent events
+	upstreamID       string         // Azure's apim-request-id of the last attempt
+	promptTokens     int            // billed: Azure's usage (see billedPrompt)
+	countedPrompt    int            // counted by prompt fitting; 0: not counted (small requests)
+	completionTokens int            // delivered to the caller
+	abandonedTokens  int            // generated, but the caller never got them
+	firstTokenAt     time.Duration  // since the request began; 0: no token came
+	stream           bool           // answered as server-sent events
 	truncated        bool
 	code             string
 	// tally counts the answer's completion tokens as its pieces arrive.

@@ -395,3 +395,43 @@ func TestTemplateDefaultsAreTheHandlersDefaults(t *testing.T) {
 	}
 	assert.Greater(t, n, 5, "the template writes the defaults of the handler's settings")
 }
+
+// TestTemplateTakesAPool: with openAiBackends, every account of the pool
+// gets the role (one openai-access.bicep per entry, new or existing), the
+// handler's AZURE_OPENAI_BACKENDS is built from the entries and the
+// endpoints the role modules resolve, never a key, and the single
+// account's modules stand aside.
+func TestTemplateTakesAPool(t *testing.T) {
+	root := repoRoot(t)
+	main := readFile(t, root, "infra/main.bicep")
+	api := readFile(t, root, "infra/app/api.bicep")
+	openai := readFile(t, root, "infra/app/openai.bicep")
+
+	assert.Regexp(t, `(?m)^param openAiBackends array = \[\]$`, main, "the pool is a list, empty by default")
+	assert.Contains(t, main, "var usePool = !empty(openAiBackends)")
+	assert.Regexp(t, `module poolAccess 'app/openai-access.bicep' = \[for \(b, i\) in openAiBackends: \{\n\s+name: 'openai-access-\$\{i\}'\n\s+scope: resourceGroup\(poolGroupNames\[i\]\)`,
+		main, "the role on every account of the pool, in its own group")
+	assert.Contains(t, main, "accountName: poolAccountNames[i]")
+	assert.Regexp(t, `module poolOpenAi 'app/openai.bicep' = \[for \(b, i\) in openAiBackends: if \(b\.\?create \?\? false\) \{`, main,
+		"a new account only for the entries that ask for one")
+	assert.Contains(t, main, "dependsOn: [rg, poolOpenAi]", "the role waits for a new account")
+	assert.Contains(t, main, "module newOpenAi 'app/openai.bicep' = if (!useExistingOpenAi && !usePool) {")
+	assert.Contains(t, main, "module openAiAccess 'app/openai-access.bicep' = if (!usePool) {")
+	assert.Contains(t, main, "openAiEndpoint: usePool ? '' : openAiAccess.outputs.endpoint", "AZURE_OPENAI_ENDPOINT is refused beside the pool")
+	assert.Contains(t, main, "openAiApiVersion: usePool ? '' : openAiApiVersion", "AZURE_OPENAI_API_VERSION is refused beside the pool")
+	assert.Contains(t, main, "dependsOn: [rbac, openAiAccess, poolAccess]", "the app starts once its roles are granted")
+
+	start := strings.Index(main, "openAiBackendList: [for (b, i) in openAiBackends: {")
+	require.NotEqual(t, -1, start, "the api module is given the pool")
+	list := main[start : start+strings.Index(main[start:], "}]")]
+	for _, field := range []string{"name: b.name", "endpoint: poolAccess[i].outputs.endpoint", "deployment: b.deploymentName",
+		"model:", "priority:", "weight:", "apiVersion:"} {
+		assert.Contains(t, list, field, "AZURE_OPENAI_BACKENDS's entries")
+	}
+	assert.NotContains(t, strings.ToLower(list), "key", "no key, and no key setting: the identity signs in everywhere")
+
+	assert.Contains(t, api, "param openAiBackends string = empty(openAiBackendList) ? '' : string(openAiBackendList)",
+		"AZURE_OPENAI_BACKENDS is the list as JSON, empty without a pool")
+	assert.Contains(t, openai, "param skuName string = 'GlobalStandard'", "a new deployment may be provisioned (PTU)")
+	assert.Contains(t, openai, "name: skuName")
+}
