@@ -241,6 +241,7 @@ func TestLongAnswerCancelAndBadCursors(t *testing.T) {
 			otherDeployment.Seal(real),                                         // another deployment's
 			editFields(t, c, func(f []string) { f[2] = "0" }),                  // After set back, the seal kept
 			editFields(t, c, func(f []string) { f[5] = "0" }),                  // Received set back
+			editFields(t, c, func(f []string) { f[6] = "b" }),                  // sent to another backend of the pool
 			base64.RawURLEncoding.EncodeToString([]byte("1:" + id + ":3:2:0")), // version 1: unsealed
 		}
 		for i := range len(c) {

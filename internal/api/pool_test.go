@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ type pool struct {
 
 // newPool builds the stack with AZURE_OPENAI_BACKENDS set to backends
 // (hosts hostA, hostB, hostRefused) and the other settings of env.
-func newPool(t *testing.T, backends string, env map[string]string) *pool {
+func newPool(t *testing.T, backends string, env map[string]string, simOpts ...func(*aoaitest.Options)) *pool {
 	t.Helper()
 	settings := map[string]string{
 		"AZURE_OPENAI_DEPLOYMENT": "gpt-4o-mini",
@@ -59,7 +60,11 @@ func newPool(t *testing.T, backends string, env map[string]string) *pool {
 	cfg, err := config.Load(func(k string) string { return settings[k] })
 	require.NoError(t, err)
 	sim := func(name string) *aoaitest.Server {
-		return aoaitest.New(aoaitest.Options{APIKey: simKey, Backend: name, Deployments: []string{"gpt-4o-mini", "chat-a", "chat-b"}})
+		o := aoaitest.Options{APIKey: simKey, Backend: name, Deployments: []string{"gpt-4o-mini", "chat-a", "chat-b", "o3"}}
+		for _, f := range simOpts {
+			f(&o)
+		}
+		return aoaitest.New(o)
 	}
 	p := &pool{a: sim("a"), b: sim("b")}
 	_, clientA := memnet.Serve(t, p.a)
@@ -337,5 +342,53 @@ func TestPoolNoFailoverAfterAChunk(t *testing.T) {
 		synctest.Wait() // for the log line, written after the answer
 		assert.Equal(t, 0, p.b.Stats().Requests)
 		assert.Equal(t, []string{"a:200"}, attempts(p.lastLine()))
+	})
+}
+
+// A long answer stays home: started on the second backend (the first
+// throttled its create), it continues and cancels there from other
+// instances, whose pools have never seen the first throttled; a cursor
+// whose backend has left the pool is 404, with no upstream call.
+func TestPoolLongAnswerStaysOnItsBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, strings.ReplaceAll(twoBackends, `"gpt-4o-mini"`, `"o3"`),
+			map[string]string{"AZURE_OPENAI_DEPLOYMENT": "o3", "CURSOR_KEYS": base64.StdEncoding.EncodeToString(cursorKey)},
+			func(o *aoaitest.Options) { o.TimeToFirstToken = 2 * time.Second })
+		t.Cleanup(p.a.Close)
+		t.Cleanup(p.b.Close)
+		ans := p.send(context.Background(), "/api/chat", ask("[[sim:throttle s=20 backend=a]] "+long600), true)
+		c := continueOf(t, ans.last())
+		assert.Equal(t, []string{"a:429", "b:200"}, attempts(p.lastLine()), "the create failed over")
+		assert.Equal(t, 1, p.a.Stats().Requests)
+
+		other := p.twin()
+		next := other.send(context.Background(), "/api/chat/continue", cursorBody(c), true)
+		assert.NotEmpty(t, next.text(t), "continued on b from another instance")
+		c = continueOf(t, next.last())
+		assert.Equal(t, 1, p.a.Stats().Requests, "a, available to that instance, was not asked")
+		assert.Equal(t, "b", p.lastLine()["backend"])
+
+		// An instance whose pool no longer has b.
+		cfg := p.cfg
+		cfg.Backends = cfg.Backends[:1]
+		gone, err := app.New(cfg, p.seams)
+		require.NoError(t, err)
+		without := *p.harness
+		without.handler = gone.Handler
+		before := p.a.Stats().Requests + p.b.Stats().Requests
+		for _, path := range []string{"/api/chat/continue", "/api/chat/cancel"} {
+			got := without.send(context.Background(), path, cursorBody(c), false)
+			assert.Equal(t, http.StatusNotFound, got.resp.StatusCode, path)
+		}
+		assert.Equal(t, before, p.a.Stats().Requests+p.b.Stats().Requests, "no upstream call")
+
+		got := p.twin().send(context.Background(), "/api/chat/cancel", cursorBody(c), false)
+		assert.Equal(t, http.StatusNoContent, got.resp.StatusCode)
+		recs := p.b.Requests()
+		require.NotEmpty(t, recs)
+		info, ok := p.b.Generation(recs[0].ResponseID)
+		require.True(t, ok)
+		assert.Equal(t, "cancelled", info.Status, "cancelled at b")
+		assert.Equal(t, 1, p.a.Stats().Requests)
 	})
 }

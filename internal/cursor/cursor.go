@@ -66,9 +66,7 @@ type Cursor struct {
 	// Backend names the backend of the pool (AZURE_OPENAI_BACKENDS) that
 	// created the response: a continue, a cancel and the settlement go
 	// there, from any instance, and nowhere else. It is sealed with the
-	// rest, so a caller cannot send a hop to another backend. Empty (a
-	// cursor sealed before backends had names) is the only backend of a
-	// pool of one.
+	// rest, so a caller cannot send a hop to another backend.
 	Backend string
 }
 
@@ -89,10 +87,6 @@ var responseID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // parse reads what fields wrote; anything else is ErrNotFound.
 func parse(s string) (Cursor, error) {
 	parts := strings.Split(s, ":")
-	if len(parts) == 6 {
-		// Sealed before the backend was a field: the pool of one's.
-		parts = append(parts, "")
-	}
 	if len(parts) != 7 || parts[0] != version || !responseID().MatchString(parts[1]) || !backendName().MatchString(parts[6]) {
 		return Cursor{}, ErrNotFound
 	}

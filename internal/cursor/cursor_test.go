@@ -30,7 +30,7 @@ func keys(t testing.TB, deployment string, ks ...[]byte) *cursor.Keys {
 
 func TestCursorRoundTrips(t *testing.T) {
 	k := keys(t, "o3", keyA)
-	c := cursor.Cursor{ResponseID: id, After: 412, Hop: 3, Offset: 2017, Received: 388}
+	c := cursor.Cursor{ResponseID: id, After: 412, Hop: 3, Offset: 2017, Received: 388, Backend: "swedencentral-ptu"}
 	s := k.Seal(c)
 	assert.Regexp(t, `^[A-Za-z0-9_-]+$`, s, "safe in JSON and URLs")
 	assert.Less(t, len(s), 200)
@@ -64,7 +64,7 @@ func TestEditedCursorsAreNotFound(t *testing.T) {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, s := range []string{
 		"", "x", good + "=", good + "A", good[:len(good)-1], good[:len(good)/2], strings.ToUpper(good),
-		enc("2:" + id + ":3:2:10:4"), enc("1:" + id + ":3:2:10"), // the fields alone, and version 1's unsealed cursor
+		enc("2:" + id + ":3:2:10:4:a"), enc("1:" + id + ":3:2:10"), // the fields alone, and version 1's unsealed cursor
 		enc("2:" + id + ":3:2:10:4" + strings.Repeat("\x00", 32)), strings.Repeat("A", 600),
 	} {
 		_, err := k.Open(s)
@@ -81,6 +81,7 @@ func TestSealedNonsenseIsNotFound(t *testing.T) {
 		{ResponseID: "", Hop: 2}, {ResponseID: "resp_" + strings.Repeat("a", 121), Hop: 2},
 		{ResponseID: id, Hop: 1}, {ResponseID: id, After: -1, Hop: 2}, {ResponseID: id, Hop: 2, Offset: -5},
 		{ResponseID: id, Hop: 2, Received: 1<<30 + 1},
+		{ResponseID: id, Hop: 2, Backend: "East US"}, {ResponseID: id, Hop: 2, Backend: "a:b"}, {ResponseID: id, Hop: 2, Backend: strings.Repeat("a", 33)},
 	} {
 		_, err := k.Open(k.Seal(c))
 		assert.ErrorIs(t, err, cursor.ErrNotFound, "%+v", c)
