@@ -9,12 +9,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoaitest"
 	"github.com/timebox-dev/timebox/internal/issuertest"
 )
+
+// backendName is what -backend may be: a name of the pool, or none.
+var backendName = regexp.MustCompile(`^[a-z0-9-]{0,32}$`)
 
 // shutdownGrace is how long in-flight requests get to finish on shutdown
 // before their connections are closed (a hung request would wait forever).
@@ -34,6 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	perToken := fs.Duration("per-token", 10*time.Millisecond, "time per completion token")
 	tpm := fs.Int("tpm", 0, "tokens-per-minute limit per deployment (0: unlimited)")
 	window := fs.Int("context-window", 0, "context window in tokens (0: by model)")
+	backend := fs.String("backend", "", "the name of the backend of timebox's pool this simulator plays: directives with backend= another name do not play here (run one per backend, each on its -addr)")
 	issuer := fs.Bool("issuer", false, "also be Entra ID for AUTH_MODE=entra: OpenID metadata, keys and a token endpoint for a test user under /<tenant id>/ (internal/issuertest)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -57,6 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(names) == 0 {
 		errs = append(errs, errors.New("-deployments names none"))
 	}
+	if !backendName.MatchString(*backend) {
+		errs = append(errs, fmt.Errorf("-backend %q must be 1 to 32 of a-z, 0-9 and - (a name of AZURE_OPENAI_BACKENDS)", *backend))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -75,6 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		TPM:              *tpm,
 		ContextWindow:    *window,
 		Logger:           log,
+		Backend:          *backend,
 	})
 	var handler http.Handler = sim
 	if *issuer {
@@ -116,6 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("ttft", ttft.String()),
 		slog.String("per_token", perToken.String()),
 		slog.Int("tpm", *tpm),
+		slog.String("backend", *backend),
 	}, attrs...)...)
 
 	served := make(chan error, 1)

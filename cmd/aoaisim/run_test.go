@@ -132,6 +132,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"no deployments", []string{"-deployments", " , "}, "names none"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad address", []string{"-addr", "not an address"}, "listen"},
+		{"bad backend", []string{"-backend", "East US"}, "-backend \"East US\" must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
