@@ -39,6 +39,11 @@ const maxCursorBody = 4 << 10
 var (
 	errCursorNotFound = &Error{http.StatusNotFound, apiwire.CodeNotFound,
 		"This answer cannot be continued: it has ended, was cancelled, is too old, or was not started by you."}
+	// errAnswerCancelled ends a hop whose generation a cancel stopped
+	// while it streamed (a cancel sent to another instance): final, as
+	// asking again finds nothing to continue.
+	errAnswerCancelled = &Error{http.StatusConflict, apiwire.CodeCancelled,
+		"The answer was cancelled (a cancel was sent for it), so it stopped here; what was written so far is kept."}
 	errLongAnswerLimit = &Error{http.StatusInternalServerError, apiwire.CodeDeadlineExceeded,
 		"The answer took longer than this service allows for one answer, so it was stopped; what was written so far is kept. Try a shorter question."}
 )
@@ -269,6 +274,8 @@ func longError(err error, partial string) error {
 		return errCursorNotFound
 	case errors.Is(err, longanswer.ErrLimit):
 		return &withPartial{err: errLongAnswerLimit, partial: partial}
+	case errors.Is(err, longanswer.ErrCancelled):
+		return &withPartial{err: errAnswerCancelled, partial: partial}
 	}
 	return err
 }

@@ -86,6 +86,7 @@ const (
 	CodeQuotaExceeded           = "quota_exceeded"
 	CodeQuotaUnavailable        = "quota_unavailable"
 	CodeInternalError           = "internal_error"
+	CodeCancelled               = "cancelled" // a long answer's hop whose generation a cancel stopped
 )
 
 // The wire of a long answer, delivered across hops (docs/api.md, "Long

@@ -24,6 +24,12 @@ import (
 // generation is cancelled upstream, and the answer is the text so far.
 var ErrLimit = errors.New("long answer limit reached")
 
+// ErrCancelled is the failure of a hop whose generation was cancelled
+// while the hop streamed it (a cancel sent to another instance): the
+// stream ended with no end of its own, and the response says cancelled.
+// The answer is the text so far.
+var ErrCancelled = errors.New("long answer cancelled")
+
 // cancelTimeout bounds the cancel a hop sends upstream when its caller has
 // gone or its limit has come: it is sent on the hop's behalf, after the
 // request's own context has ended.
@@ -335,6 +341,9 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		res.Usage = h.cancel(ctx, res.Backend, hop.ResponseID)
 		res.Cancelled, res.End = true, EndFailed
 		return res, err
+	case err != nil && hopCtx.Err() == nil && h.cancelledMeanwhile(ctx, hop):
+		res.End = EndCancelled
+		return res, ErrCancelled
 	case hopCtx.Err() != nil:
 		// The offset is of the whole text, whichever way the hops were
 		// read: a caller may stream the rest of what it took whole.
@@ -346,6 +355,20 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		return res, nil
 	}
 	return res, err
+}
+
+// cancelledMeanwhile reports whether the generation of a later hop whose
+// stream failed was cancelled: Azure ends the stream of a cancelled
+// response with no event (simulator.md), so only the response itself can
+// say it, read once, within the request's time and bounded as a cancel is.
+func (h *Hops) cancelledMeanwhile(ctx context.Context, hop *aoai.Hop) bool {
+	if hop.Status == "cancelled" {
+		return true
+	}
+	ctx, stop := context.WithTimeout(ctx, cancelTimeout)
+	defer stop()
+	r, err := h.Upstream.Retrieve(ctx, hop.ResponseID)
+	return err == nil && r.Status == "cancelled"
 }
 
 // cancel cancels a generation upstream on behalf of a hop whose context
