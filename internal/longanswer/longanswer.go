@@ -341,7 +341,7 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 		res.Usage = h.cancel(ctx, res.Backend, hop.ResponseID)
 		res.Cancelled, res.End = true, EndFailed
 		return res, err
-	case err != nil && hopCtx.Err() == nil && h.cancelledMeanwhile(ctx, hop):
+	case err != nil && hopCtx.Err() == nil && h.cancelledMeanwhile(ctx, res.Backend, hop):
 		res.End = EndCancelled
 		return res, ErrCancelled
 	case hopCtx.Err() != nil:
@@ -361,13 +361,13 @@ func (h *Hops) settle(ctx, hopCtx context.Context, hop *aoai.Hop, err error, c c
 // stream failed was cancelled: Azure ends the stream of a cancelled
 // response with no event (simulator.md), so only the response itself can
 // say it, read once, within the request's time and bounded as a cancel is.
-func (h *Hops) cancelledMeanwhile(ctx context.Context, hop *aoai.Hop) bool {
+func (h *Hops) cancelledMeanwhile(ctx context.Context, backend string, hop *aoai.Hop) bool {
 	if hop.Status == "cancelled" {
 		return true
 	}
 	ctx, stop := context.WithTimeout(ctx, cancelTimeout)
 	defer stop()
-	r, err := h.Upstream.Retrieve(ctx, hop.ResponseID)
+	r, err := h.Upstream.Retrieve(ctx, backend, hop.ResponseID)
 	return err == nil && r.Status == "cancelled"
 }
 
