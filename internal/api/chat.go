@@ -82,14 +82,8 @@ func (a timeboxAnswer) body(ctx context.Context, resp *aoai.Response) []byte {
 	return marshal(chatResponse(ctx, *resp, *a.fit))
 }
 
-func (timeboxAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {
-	req.OnDelta = func(text string) {
-		rec.firstToken(text)
-		if !es.delta(text) {
-			rec.tally.undelivered()
-		}
-		rec.tally.piece(text)
-	}
+func (timeboxAnswer) streamed(ctx context.Context, req *aoai.Request, es *eventStream) {
+	req.OnDelta = deltas(ctx, es)
 }
 
 func (a timeboxAnswer) done(ctx context.Context, es *eventStream, resp *aoai.Response) {
@@ -110,7 +104,7 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 	if err := ticket.Take(admission.MaterialCost(len(req.Documents), len(req.URLs), extract.DefaultMaxTextBytes, fetch.DefaultMaxBytes)); err != nil {
 		return nil, err
 	}
-	rec := recordFrom(ctx)
+	rec, b := recordFrom(ctx), billOf(ctx)
 	if (len(req.URLs) > 0 && s.Fetcher == nil) || (len(req.Documents) > 0 && s.Extractor == nil) {
 		return nil, invalid("This service does not read pages or documents.")
 	}
@@ -134,13 +128,13 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		// A question refused as too large was counted: the log line says
 		// how large (promptTokensCounted), though nothing was billed.
 		if tooBig := (*prompt.TooLargeError)(nil); errors.As(err, &tooBig) {
-			rec.countedPrompt = tooBig.Prompt
+			b.counted = tooBig.Prompt
 		}
 		return nil, err
 	}
-	rec.countedPrompt, rec.truncated = fit.PromptTokens, fit.Truncated
+	b.counted, rec.truncated = fit.PromptTokens, fit.Truncated
 	if fit.PromptTokens == 0 {
-		rec.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
+		b.countPrompt = func() int { return s.Tokens.Prompt(fit.Messages) }
 	}
 	msgs := make([]aoai.Message, len(fit.Messages))
 	for i, m := range fit.Messages {
@@ -151,7 +145,7 @@ func (s *server) prepareChat(ctx context.Context, ticket *admission.Ticket, req 
 		return nil, err
 	}
 	call := &chatCall{
-		req:  aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec)},
+		req:  aoai.Request{Messages: msgs, MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx)},
 		fit:  fit,
 		long: s.LongAnswers != nil,
 	}
@@ -186,12 +180,13 @@ func (s *server) complete(ctx context.Context, call *chatCall) (*aoai.Response, 
 	return resp, nil
 }
 
-// noteAnswer puts a finished answer on the log line.
+// noteAnswer puts a finished answer on the log line and its usage on the
+// bill.
 func (s *server) noteAnswer(ctx context.Context, resp aoai.Response) {
-	rec := recordFrom(ctx)
+	rec, b := recordFrom(ctx), billOf(ctx)
 	rec.attempts, rec.upstreamStatus, rec.upstreamID = resp.Attempts, resp.Status, resp.UpstreamRequestID
 	rec.backend, rec.trail = resp.Backend, resp.Trail
-	rec.promptTokens, rec.completionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+	b.prompt, b.completion, b.backend = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.Backend
 }
 
 // chatResponse is the answer's JSON: the 200 body, and the data of a

@@ -257,16 +257,17 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
-// note puts a failure's detail on the request's log line.
-func (s *server) note(r *http.Request, err error) {
+// noteErr puts a failure's detail on the request's log line.
+func noteErr(ctx context.Context, err error) {
 	if err == nil {
 		return
 	}
-	rec := recordFrom(r.Context())
+	rec := recordFrom(ctx)
 	var upErr *aoai.Error
 	if errors.As(err, &upErr) {
 		rec.attempts, rec.upstreamStatus, rec.upstreamID = upErr.Attempts, upErr.Status, upErr.UpstreamRequestID
 		rec.backend, rec.trail = upErr.Backend, upErr.Trail
+		billOf(ctx).backend = upErr.Backend
 	}
 	rec.err = err
 }
@@ -316,17 +317,17 @@ func (timeboxDialect) shouldRetry(row errorRow) string {
 // there is nobody to read it, and the text generated for it is counted as
 // abandoned. Text that had arrived goes with the error.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	rec, d := recordFrom(r.Context()), dialectOf(r.Context())
-	s.note(r, err)
+	rec, b, d := recordFrom(r.Context()), billOf(r.Context()), dialectOf(r.Context())
+	noteErr(r.Context(), err)
 	var partial *apiwire.PartialAnswer
 	if text := partialOf(err); text != "" {
 		// Counted as its pieces arrived (tally): the answer goes out now.
-		partial = &apiwire.PartialAnswer{Answer: text, CompletionTokens: rec.tally.of(text)}
+		partial = &apiwire.PartialAnswer{Answer: text, CompletionTokens: b.tally.of(text)}
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), budget.ErrExhausted) {
-		rec.code = codeClientGone
+		rec.code, b.gone = codeClientGone, true
 		if partial != nil {
-			rec.abandonedTokens = partial.CompletionTokens
+			b.abandoned = partial.CompletionTokens
 		}
 		return
 	}
@@ -345,7 +346,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	stampTiming(w, r)
 	if partial != nil {
-		rec.completionTokens = partial.CompletionTokens
+		b.completion = partial.CompletionTokens
 	}
 	writeJSON(w, row.status, d.errorBody(row, requestID(r.Context()), partial))
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/budget"
-	"github.com/timebox-dev/timebox/internal/quota"
 )
 
 // logLine writes the request's one log line once its answer has gone: an
@@ -61,47 +60,39 @@ func attemptsLog(trail []aoai.Attempt) []attemptLog {
 const statusClientGone = 499
 
 // record is what a request's log line says beyond the request itself;
-// handlers fill it in (recordFrom).
+// handlers write it (recordFrom), and only the log line reads it: no
+// decision is made by it.
 type record struct {
-	started          time.Time // the budget's start
-	route            string    // the route's pattern when chi notes none (a 405)
-	phases           []phase
-	attempts         int
-	upstreamStatus   int
-	backend          string         // the pool's backend that answered (or failed last)
-	trail            []aoai.Attempt // every upstream attempt, over all backends
-	upstreamID       string         // Azure's apim-request-id of the last attempt
-	promptTokens     int            // billed: Azure's usage (see billedPrompt)
-	countedPrompt    int            // counted by prompt fitting; 0: not counted (small requests)
-	completionTokens int            // delivered to the caller
-	abandonedTokens  int            // generated, but the caller never got them
-	firstTokenAt     time.Duration  // since the request began; 0: no token came
-	stream           bool           // answered as server-sent events
-	truncated        bool
-	code             string
-	// tally counts the answer's completion tokens as its pieces arrive.
-	tally tally
+	started        time.Time // the budget's start
+	route          string    // the route's pattern when chi notes none (a 405)
+	phases         []phase
+	attempts       int
+	upstreamStatus int
+	backend        string         // the pool's backend that answered (or failed last)
+	trail          []aoai.Attempt // every upstream attempt, over all backends
+	upstreamID     string         // Azure's apim-request-id of the last attempt
+	firstTokenAt   time.Duration  // since the request began; 0: no token came
+	stream         bool           // answered as server-sent events
+	truncated      bool
+	code           string
+	// bill is the request's tokens and quota hold (openBill); nil on a
+	// route that spends none.
+	bill *bill
 	// writeErr is the first write of the answer the caller did not take:
 	// it went away, or stopped reading (writeTimedOut).
 	writeErr error
-	// countPrompt counts the prompt sent upstream, for an answer cut short
-	// before Azure's usage came when fitting skipped counting (small
-	// requests); nil when the prompt was counted or none was sent.
-	countPrompt func() int
-	// A long answer's hop: its response at Azure OpenAI, its number, the
-	// tokens it delivered, and whether it cancelled the generation.
+	// A long answer's hop: its response at Azure OpenAI, its number, and
+	// whether it cancelled the generation.
 	responseID        string
 	hop               int
-	hopTokens         int
 	cancelledUpstream bool
 	callerOID         string // the verified caller's object id and tenant id:
 	callerTID         string // the only things about a caller that are logged
 	err               error
 	status            int // the answer's, once written (statusWriter)
 	// quota says what the caller's quota did (quotaReserved, ...); empty
-	// without quotas. reservation is the hold settleQuota settles.
-	quota       string
-	reservation *quota.Reservation
+	// without quotas.
+	quota string
 }
 
 type recordKey struct{}
@@ -113,24 +104,6 @@ func recordFrom(ctx context.Context) *record {
 		return rec
 	}
 	return &record{}
-}
-
-// billedPrompt is the prompt tokens Azure billed: its usage, or, for an
-// answer cut short after text came back but before the usage frame (a
-// deadline, a reset, a caller gone mid-answer), the prompt that was sent,
-// which Azure processed. A refused attempt (a fast 429 or 5xx) or a call
-// never made bills nothing, however large the counted prompt.
-func (rec *record) billedPrompt() int {
-	if rec.promptTokens > 0 || rec.completionTokens+rec.abandonedTokens == 0 {
-		return rec.promptTokens
-	}
-	if rec.countedPrompt > 0 {
-		return rec.countedPrompt
-	}
-	if rec.countPrompt != nil {
-		return rec.countPrompt()
-	}
-	return 0
 }
 
 // noteWrite keeps the first failed write of the answer.
@@ -231,19 +204,23 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	if rec.upstreamID != "" {
 		attrs = append(attrs, slog.String("upstreamRequestId", rec.upstreamID))
 	}
-	if billed := rec.billedPrompt(); billed > 0 || rec.completionTokens > 0 {
-		attrs = append(attrs, slog.Int("promptTokens", billed), slog.Int("completionTokens", rec.completionTokens))
+	bl := rec.bill
+	if bl == nil {
+		bl = &bill{}
 	}
-	if rec.countedPrompt > 0 {
-		attrs = append(attrs, slog.Int("promptTokensCounted", rec.countedPrompt))
+	if billed := bl.billedPrompt(); billed > 0 || bl.completion > 0 {
+		attrs = append(attrs, slog.Int("promptTokens", billed), slog.Int("completionTokens", bl.completion))
 	}
-	if rec.promptTokens > 0 || rec.completionTokens > 0 || rec.countedPrompt > 0 {
+	if bl.counted > 0 {
+		attrs = append(attrs, slog.Int("promptTokensCounted", bl.counted))
+	}
+	if bl.prompt > 0 || bl.completion > 0 || bl.counted > 0 {
 		attrs = append(attrs, slog.Bool("truncated", rec.truncated))
 	}
-	if rec.abandonedTokens > 0 {
-		attrs = append(attrs, slog.Int("abandonedTokens", rec.abandonedTokens))
+	if bl.abandoned > 0 {
+		attrs = append(attrs, slog.Int("abandonedTokens", bl.abandoned))
 	}
-	if rec.tally.estimated && rec.completionTokens+rec.abandonedTokens > 0 {
+	if bl.tally.estimated && bl.completion+bl.abandoned > 0 {
 		attrs = append(attrs, slog.Bool("completionTokensEstimated", true))
 	}
 	if writeTimedOut(rec.writeErr) {
@@ -254,7 +231,7 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 		attrs = append(attrs, slog.Bool("stream", true))
 	}
 	if rec.responseID != "" {
-		attrs = append(attrs, slog.String("responseId", rec.responseID), slog.Int("hop", rec.hop), slog.Int("hopTokens", rec.hopTokens))
+		attrs = append(attrs, slog.String("responseId", rec.responseID), slog.Int("hop", rec.hop), slog.Int("hopTokens", bl.hopTokens))
 	}
 	if rec.cancelledUpstream {
 		attrs = append(attrs, slog.Bool("cancelledUpstream", true))
@@ -273,8 +250,8 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 	}
 	if rec.quota != "" {
 		attrs = append(attrs, slog.String("quota", rec.quota))
-		if rec.reservation != nil {
-			attrs = append(attrs, slog.Int64("quotaReserved", rec.reservation.Tokens))
+		if bl.hold != nil {
+			attrs = append(attrs, slog.Int64("quotaReserved", bl.hold.res.Tokens))
 		}
 	}
 	if bodyFrom(ctx).unread() {

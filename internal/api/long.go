@@ -11,7 +11,6 @@ import (
 
 	"github.com/timebox-dev/timebox/internal/aoai"
 	"github.com/timebox-dev/timebox/internal/apiwire"
-	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/cursor"
 	"github.com/timebox-dev/timebox/internal/longanswer"
 	"github.com/timebox-dev/timebox/internal/prompt"
@@ -139,9 +138,9 @@ func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *htt
 // sealNext is the cursor a hop hands out, sealed: res.Next with what the
 // hops delivered through this one (whole: this hop's text is the answer
 // from its start), which the next hop's charge starts from.
-func (s *server) sealNext(rec *record, res *longanswer.Result, whole bool) string {
+func (s *server) sealNext(ctx context.Context, res *longanswer.Result, whole bool) string {
 	next := *res.Next
-	next.Received = int(seenOf(rec, res, whole).Through())
+	next.Received = int(seenOf(billOf(ctx), res, whole).Through())
 	return s.Cursors.Seal(next)
 }
 
@@ -161,9 +160,9 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 	ctx := r.Context()
 	rec := recordFrom(ctx)
 	start := time.Now()
-	res, err := run(s.tallied(ctx, rec))
+	res, err := run(s.tallied(ctx))
 	rec.since("upstream", start)
-	s.noteHop(rec, res)
+	s.noteHop(ctx, res)
 	s.settleHop(ctx, res, hopStatus(res, err), true)
 	switch {
 	case err != nil:
@@ -173,8 +172,8 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(continuePoll), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(continuePoll.Milliseconds(), 10))
 		stampTiming(w, r)
-		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: s.sealNext(rec, res, true),
-			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: rec.hopTokens}})
+		writeJSON(w, http.StatusAccepted, apiwire.InProgress{Status: apiwire.StatusInProgress, Cursor: s.sealNext(ctx, res, true),
+			Partial: apiwire.PartialAnswer{Answer: res.Text, CompletionTokens: billOf(ctx).hopTokens}})
 		_, _ = sendWhole(w)
 		s.chargeHop(ctx, res, true)
 	default:
@@ -183,71 +182,86 @@ func (s *server) answerHop(w http.ResponseWriter, r *http.Request, fit prompt.Re
 	}
 }
 
-// relayHop streams a hop: a delta per piece as it arrives, then done (the
-// whole answer and the generation's usage), continue (the cursor) or
-// error. As in stream, a failure before anything went out is the JSON
-// error with its status, so that a fast 503 on a continue is retried with
-// the same cursor, and yields the same text.
+// relayHop streams a hop (relay): a delta per piece as it arrives, then
+// done (the whole answer and the generation's usage), continue (the
+// cursor) or error. As for a question, a failure before anything went out
+// is the JSON error with its status, so that a fast 503 on a continue is
+// retried with the same cursor, and yields the same text.
 func (s *server) relayHop(w http.ResponseWriter, r *http.Request, fit prompt.Result, run hop) {
-	ctx := r.Context()
-	rec := recordFrom(ctx)
-	rec.stream = true
-	es := openStream(w, func() { stampTiming(w, r) })
-	start := time.Now()
-	count := s.tallied(ctx, rec)
-	res, err := run(func(text string) {
-		if !es.delta(text) {
-			rec.tally.undelivered()
-		}
-		count(text)
-	})
-	started := es.end()
-	rec.since("upstream", start)
-	s.noteHop(rec, res)
-	s.settleHop(ctx, res, hopStatus(res, err), false)
-	err = longError(err, "")
-	callerGone := err != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), budget.ErrExhausted)
-	switch {
-	case callerGone || es.failure() != nil:
-		noteUntaken(rec, es.failure(), err) // the hop's tokens are on the line already (noteHop)
-	case !started && err != nil:
-		s.fail(w, r, err)
-	case err == nil && res.Done && res.FinishReason == "content_filter":
-		err = errAnswerFiltered
-		fallthrough
-	case err != nil:
-		s.note(r, err)
-		a := rowFor(err)
-		rec.code = a.code
-		es.last(eventError, streamError(ctx, a, es.sentDelta()))
-	case res.Next != nil:
-		es.last(eventContinue, apiwire.Continue{Cursor: s.sealNext(rec, res, false)})
-	default:
-		es.last(eventDone, longResponse(ctx, res, fit))
-	}
+	h := &hopRelay{s: s, fit: fit, run: run}
+	s.relay(w, r, h)
 	// Once the cursor has gone, or could not go: the hop received what it
 	// received either way.
-	s.chargeHop(ctx, res, false)
+	s.chargeHop(r.Context(), h.res, false)
 }
+
+// hopRelay is a long answer's hop relayed.
+type hopRelay struct {
+	s   *server
+	fit prompt.Result
+	run hop
+	res *longanswer.Result
+}
+
+// call runs the hop under the request's own context (run's): a hop whose
+// caller goes away cancels its generation (longanswer); the first frame's
+// bound only stops the stream from beginning.
+func (h *hopRelay) call(ctx context.Context, es *eventStream) error {
+	h.s.tallied(ctx)
+	var err error
+	h.res, err = h.run(deltas(ctx, es))
+	return err
+}
+
+func (h *hopRelay) ended(ctx context.Context, err error, gone bool) error {
+	h.s.noteHop(ctx, h.res)
+	h.s.settleHop(ctx, h.res, hopStatus(h.res, err), false)
+	err = longError(err, "")
+	if err == nil && h.res.Done && h.res.FinishReason == "content_filter" {
+		err = errAnswerFiltered
+	}
+	if !gone {
+		noteErr(ctx, err)
+	}
+	return err
+}
+
+// count does nothing: the hop's tokens are on the bill already (noteHop).
+func (h *hopRelay) count(context.Context) {}
+
+func (h *hopRelay) done(ctx context.Context, es *eventStream) {
+	if h.res.Next != nil {
+		es.last(eventContinue, apiwire.Continue{Cursor: h.s.sealNext(ctx, h.res, false)})
+		return
+	}
+	es.last(eventDone, longResponse(ctx, h.res, h.fit))
+}
+
+func (h *hopRelay) failed(ctx context.Context, es *eventStream, row errorRow, _ error) {
+	es.last(eventError, streamError(ctx, row, es.sentDelta()))
+}
+
+func (h *hopRelay) refused(err error) error { return err }
 
 // noteHop puts a hop on the log line: the response, the hop's number and
 // the tokens it delivered; the generation's usage only on the hop that
 // saw its end, so that it is counted once; and whether it was cancelled
 // upstream.
-func (s *server) noteHop(rec *record, res *longanswer.Result) {
+func (s *server) noteHop(ctx context.Context, res *longanswer.Result) {
 	if res == nil {
 		return
 	}
+	rec, b := recordFrom(ctx), billOf(ctx)
 	rec.responseID, rec.hop = res.ResponseID, res.Hop
-	rec.hopTokens = rec.tally.of(res.Text) // counted as its pieces came
+	b.hopTokens = b.tally.of(res.Text) // counted as its pieces came
 	rec.attempts, rec.upstreamID = res.Attempts, res.UpstreamRequestID
-	rec.backend, rec.trail = res.Backend, res.Trail
-	if rec.attempts > 0 {
+	rec.backend, rec.trail, b.backend = res.Backend, res.Trail, res.Backend
+	if res.Attempts > 0 {
 		rec.upstreamStatus = http.StatusOK
 	}
 	rec.cancelledUpstream = res.Cancelled
 	if res.Done {
-		rec.promptTokens, rec.completionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+		b.prompt, b.completion = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	}
 }
 

@@ -144,7 +144,7 @@ func (s *server) modelNotFound(model, param string) *openaiwire.Error {
 // must fit: nothing of the caller's is trimmed), the time left, and the
 // caller's quota.
 func (s *server) prepareOpenAI(ctx context.Context, req openaiwire.ChatRequest) (*chatCall, error) {
-	rec := recordFrom(ctx)
+	rec, b := recordFrom(ctx), billOf(ctx)
 	maxTokens := s.MaxTokens
 	if n := req.Limit(); n > 0 && n < maxTokens {
 		maxTokens = n
@@ -159,13 +159,13 @@ func (s *server) prepareOpenAI(ctx context.Context, req openaiwire.ChatRequest) 
 	rec.since("prompt", start)
 	if err != nil {
 		if tooBig := (*prompt.TooLargeError)(nil); errors.As(err, &tooBig) {
-			rec.countedPrompt = tooBig.Prompt
+			b.counted = tooBig.Prompt
 		}
 		return nil, notAsked(ctx, fmt.Errorf("check prompt: %w", err))
 	}
-	rec.countedPrompt = n
+	b.counted = n
 	if n == 0 {
-		rec.countPrompt = func() int { return s.Tokens.Prompt(msgs) }
+		b.countPrompt = func() int { return s.Tokens.Prompt(msgs) }
 	}
 	if err := s.timeForUpstream(ctx); err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (s *server) prepareOpenAI(ctx context.Context, req openaiwire.ChatRequest) 
 	}
 	call := &chatCall{
 		req: aoai.Request{
-			MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx, rec),
+			MaxTokens: maxTokens, RequestID: requestID(ctx), OnDelta: s.tallied(ctx),
 			Passthrough: &aoai.Passthrough{Members: members},
 		},
 		fit: prompt.Result{Messages: msgs, PromptTokens: n},

@@ -64,13 +64,14 @@ func (a *openAIAnswer) body(_ context.Context, resp *aoai.Response) []byte {
 	return marshal(c)
 }
 
-func (a *openAIAnswer) streamed(req *aoai.Request, es *eventStream, rec *record) {
+func (a *openAIAnswer) streamed(ctx context.Context, req *aoai.Request, es *eventStream) {
+	t := &billOf(ctx).tally
 	a.held = []string{}
 	// A chunk's text goes to the tally (OnDelta) after the chunk (OnChunk):
 	// a chunk the caller did not take marks it, and every later one, undelivered.
 	send := func(data string) {
 		if !es.chunk(data) {
-			rec.tally.undelivered()
+			t.undelivered()
 		}
 	}
 	req.OnChunk = func(c aoai.Chunk) {

@@ -41,9 +41,10 @@ type answerWriter interface {
 	whole(req *aoai.Request)
 	// body is the 200's JSON body for the answer resp.
 	body(ctx context.Context, resp *aoai.Response) []byte
-	// streamed readies req to send the answer on es as it arrives.
-	streamed(req *aoai.Request, es *eventStream, rec *record)
-	// done ends the stream of the finished answer resp.
+	// streamed readies req to send the answer on es as it arrives, its
+	// pieces to ctx's tally (deltas).
+	streamed(ctx context.Context, req *aoai.Request, es *eventStream)
+	// done ends the stream of the finished answer resp (relay).
 	done(ctx context.Context, es *eventStream, resp *aoai.Response)
 	// failed ends with row, err's row of the error table, a stream that
 	// err cut after it began.

@@ -22,8 +22,8 @@ type Quota interface {
 	Usage(ctx context.Context, oid, tid string) (quota.Usage, error)
 }
 
-// What the log line's quota field says of a request. A request reserved
-// or held has its hold in its record's reservation.
+// What the log line's quota field says of a request. It is written as the
+// request's hold changes, never read to decide.
 const (
 	quotaReserved    = "reserved"    // held; not settled (yet)
 	quotaHeld        = "held"        // a long answer's hold, kept for the hop that sees its generation end
@@ -72,7 +72,7 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	)
 	switch {
 	case err == nil:
-		rec.quota, rec.reservation = quotaReserved, res
+		billOf(ctx).hold, rec.quota = &hold{res: res}, quotaReserved
 		call.req.MaxTokens = res.Completion
 		return nil
 	case errors.As(err, &exceeded):
@@ -86,48 +86,45 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 	return err
 }
 
-// settleQuota settles the request's reservation once the handler is done,
-// unless an answer settled it before it was written (settleAnswered): a
-// failure, a caller gone, a stream cut short. Its answer is handed to the
-// connection first, so the caller does not wait for the store. The
-// settlement charges the tokens the log line reports as billed (prompt,
-// completion, abandoned), whatever the outcome.
-func (s *server) settleQuota(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r)
-		rec := recordFrom(r.Context())
-		if rec.quota != quotaReserved {
-			return
-		}
-		sendWhole(w)
-		status := rec.status
-		if rec.code == codeClientGone {
-			status = statusClientGone
-		}
-		s.settle(r.Context(), rec, rec.billed(status))
-	})
+// hold is a request's hold on its caller's quota (quota.Reservation),
+// owned by the request (its bill) from its reservation to its settlement,
+// which happens once, whichever way the request ends.
+type hold struct {
+	res *quota.Reservation
+	// kept: the hold outlives this request, for the hop of a long answer
+	// that sees its generation end: a later hop's (the response's
+	// metadata names it), or one whose hop handed out a cursor.
+	kept bool
+	// handedOn: this hop handed out a cursor; chargeHop charges what it
+	// received, and the rest stays held.
+	handedOn bool
+	// settled: its settlement ran (a failed one leaves it to lapse).
+	settled bool
 }
+
+// open reports whether h is a hold that this request settles when it
+// ends.
+func (h *hold) open() bool { return h != nil && !h.kept && !h.settled }
 
 // settleAnswered settles a whole answer just before it is written: a page
 // that reads GET /api/usage when the answer arrives then finds it counted
 // (the store's read-your-writes), for the time of one settlement.
 func (s *server) settleAnswered(ctx context.Context) {
-	if rec := recordFrom(ctx); rec.quota == quotaReserved {
-		s.settle(ctx, rec, rec.billed(http.StatusOK))
+	if b := billOf(ctx); b.hold.open() {
+		s.settle(ctx, b.charged(http.StatusOK))
 	}
 }
 
-// billed is what the request was billed, as its log line reports it,
-// answered with status.
-func (rec *record) billed(status int) quota.Billed {
-	return quota.Billed{Prompt: rec.billedPrompt(), Completion: rec.completionTokens, Abandoned: rec.abandonedTokens, Status: status,
-		Backend: rec.backend}
-}
-
-// settle charges rec's reservation b and says so on the log line.
-func (s *server) settle(ctx context.Context, rec *record, b quota.Billed) {
+// settle charges the request's hold what it was billed, once, and says so
+// on the log line.
+func (s *server) settle(ctx context.Context, billed quota.Billed) {
+	h, rec := billOf(ctx).hold, recordFrom(ctx)
+	if h == nil || h.settled {
+		return
+	}
+	h.settled = true
 	start := time.Now()
-	err := s.Quota.Settle(ctx, rec.reservation, b)
+	err := s.Quota.Settle(ctx, h.res, billed)
 	rec.since("quotaSettle", start)
 	if err != nil {
 		rec.quota, rec.err = quotaUnsettled, errors.Join(rec.err, err)
@@ -146,8 +143,8 @@ const quotaRefKey = "timebox_quota"
 // quotaMetadata is what a long answer's response is created with for its
 // quota: its reservation's ref; nil without one.
 func quotaMetadata(ctx context.Context) map[string]string {
-	if rec := recordFrom(ctx); rec.quota == quotaReserved {
-		return map[string]string{quotaRefKey: rec.reservation.Ref()}
+	if h := billOf(ctx).hold; h.open() {
+		return map[string]string{quotaRefKey: h.res.Ref()}
 	}
 	return nil
 }
@@ -165,37 +162,37 @@ func quotaMetadata(ctx context.Context) map[string]string {
 // retried continue, another instance) charge it once. whole says the
 // hop's text is the answer from its start (a caller that does not stream).
 func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status int, whole bool) {
-	rec, who := recordFrom(ctx), callerOf(ctx)
+	rec, b, who := recordFrom(ctx), billOf(ctx), callerOf(ctx)
 	if s.Quota == nil || res == nil {
 		return
 	}
-	if rec.reservation == nil && res.Metadata[quotaRefKey] != "" {
+	if b.hold == nil && res.Metadata[quotaRefKey] != "" {
 		r, err := quota.ParseRef(res.Metadata[quotaRefKey], who.OID, who.TID)
 		if err != nil {
 			rec.err = errors.Join(rec.err, err)
 			return
 		}
-		rec.quota, rec.reservation = quotaReserved, r
+		b.hold, rec.quota = &hold{res: r, kept: true}, quotaReserved
 	}
+	h := b.hold
 	switch {
-	case rec.quota != quotaReserved:
+	case h == nil || h.settled:
 		return
 	case res.Next != nil:
-		rec.quota = quotaHeld
+		h.kept, h.handedOn, rec.quota = true, true, quotaHeld
 		return
 	case res.End == "":
 		// No end seen, and no cursor: a first hop that failed (settled
-		// as any request, by settleQuota), or a later one the caller may
+		// as any request, by openBill), or a later one the caller may
 		// retry with the same cursor (the hold stays for it).
 		return
 	}
-	billed := quota.Billed{
+	s.settle(ctx, quota.Billed{
 		Prompt: res.Usage.PromptTokens, Completion: res.Usage.CompletionTokens,
-		Unreported: res.Usage.TotalTokens == 0, Seen: seenOf(rec, res, whole),
+		Unreported: res.Usage.TotalTokens == 0, Seen: seenOf(b, res, whole),
 		RanUnseen: res.Unwatched, Status: status, ResponseID: res.ResponseID, Hop: res.Hop, Outcome: res.End,
 		Backend: res.Backend,
-	}
-	s.settle(ctx, rec, billed)
+	})
 }
 
 // chargeHop charges a long answer's hop that handed out a cursor what it
@@ -208,12 +205,12 @@ func (s *server) settleHop(ctx context.Context, res *longanswer.Result, status i
 // charge is made once per hop, on any instance (a retried continue
 // charges nothing twice); one that fails leaves the hold for the end.
 func (s *server) chargeHop(ctx context.Context, res *longanswer.Result, whole bool) {
-	rec := recordFrom(ctx)
-	if rec.quota != quotaHeld { // settleHop saw res hand out a cursor
+	rec, b := recordFrom(ctx), billOf(ctx)
+	if h := b.hold; h == nil || !h.handedOn { // settleHop saw res hand out a cursor
 		return
 	}
 	start := time.Now()
-	err := s.Quota.ChargeHop(ctx, rec.reservation, res.Hop, seenOf(rec, res, whole))
+	err := s.Quota.ChargeHop(ctx, b.hold.res, res.Hop, seenOf(b, res, whole))
 	rec.since("quotaCharge", start)
 	rec.err = errors.Join(rec.err, err)
 }
@@ -221,8 +218,8 @@ func (s *server) chargeHop(ctx context.Context, res *longanswer.Result, whole bo
 // seenOf is what a long answer's hop received: the tokens it delivered,
 // counted as they came, from where its sealed cursor says the hops before
 // it stopped (never a number the caller sends).
-func seenOf(rec *record, res *longanswer.Result, whole bool) quota.Seen {
-	return quota.Seen{Tokens: rec.hopTokens, Whole: whole, Before: res.Received}
+func seenOf(b *bill, res *longanswer.Result, whole bool) quota.Seen {
+	return quota.Seen{Tokens: b.hopTokens, Whole: whole, Before: res.Received}
 }
 
 // UsageResponse is the 200 answer of GET /api/usage (apiwire.Usage).

@@ -44,18 +44,19 @@ func (s *server) routes() http.Handler {
 			s.boundWrites,       // and the bound of the answer's writes with it
 			s.requireCaller,     // 401, 403, 503 auth_unavailable
 			s.refuseBadDeadline, // 400 to a malformed x-client-timeout-ms
+			s.openBill,          // the request's tokens and quota hold; a hold still open is settled once the answer has gone
 		)
-		// The chat's reservation is taken once its prompt is fitted, before
-		// the upstream call (prepareChat); it is settled after the answer.
-		r.With(s.settleQuota).Method(http.MethodPost, "/api/chat", s.handleChat())
+		// A chat's reservation is taken once its prompt is fitted, before
+		// the upstream call (prepareChat).
+		r.Method(http.MethodPost, "/api/chat", s.handleChat())
 		r.Method(http.MethodGet, "/api/usage", s.handleUsage())
 		r.Method(http.MethodHead, "/api/usage", s.handleUsage())
 		r.Method(http.MethodPost, "/api/chat/continue", s.handleContinue()) // long answers: the next hop
 		r.Method(http.MethodPost, "/api/chat/cancel", s.handleCancel())
 
 		// The OpenAI dialect of the same pipeline, for the official SDKs.
-		r.With(s.settleQuota).Method(http.MethodPost, "/openai/v1/chat/completions", s.handleOpenAIChat(false))
-		r.With(s.settleQuota).Method(http.MethodPost, "/openai/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
+		r.Method(http.MethodPost, "/openai/v1/chat/completions", s.handleOpenAIChat(false))
+		r.Method(http.MethodPost, "/openai/deployments/{deployment}/chat/completions", s.handleOpenAIChat(true))
 		r.Method(http.MethodGet, "/openai/v1/models", s.handleOpenAIModels())
 		r.Method(http.MethodHead, "/openai/v1/models", s.handleOpenAIModels())
 		r.Method(http.MethodGet, "/openai/models", s.handleOpenAIModels()) // AzureOpenAI's models.list(), ?api-version=...

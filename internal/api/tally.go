@@ -31,13 +31,27 @@ type tally struct {
 	estimated bool
 }
 
-// tallied starts rec's tally under ctx and returns the aoai.Request.OnDelta
-// that feeds it (and notes the first token's time).
-func (s *server) tallied(ctx context.Context, rec *record) func(string) {
-	rec.tally = tally{counter: s.Tokens, ctx: ctx}
+// tallied starts the request's tally (its bill's) under ctx and returns
+// the aoai.Request.OnDelta that feeds it: deltas, for an answer written
+// whole.
+func (s *server) tallied(ctx context.Context) func(string) {
+	billOf(ctx).tally = tally{counter: s.Tokens, ctx: ctx}
+	return deltas(ctx, nil)
+}
+
+// deltas is the one counter of an answer's pieces as they arrive from
+// Azure OpenAI (an aoai.Request.OnDelta): each goes to the request's
+// tally, the first one's time to the log line and, for a stream of
+// timebox's dialect (es), to the caller first as a delta event. A piece
+// the caller did not take, and every one after it, is undelivered.
+func deltas(ctx context.Context, es *eventStream) func(string) {
+	rec, t := recordFrom(ctx), &billOf(ctx).tally
 	return func(text string) {
 		rec.firstToken(text)
-		rec.tally.piece(text)
+		if es != nil && !es.delta(text) {
+			t.undelivered()
+		}
+		t.piece(text)
 	}
 }
 
