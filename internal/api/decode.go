@@ -73,7 +73,7 @@ type Source struct {
 // decoding would silently replace bad bytes), then decoded strictly.
 func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (ChatRequest, error) {
 	var req ChatRequest
-	body, err := readJSON(ctx, w, r)
+	body, err := readJSON(ctx, w, r, MaxBodyBytes)
 	if err != nil {
 		return req, err
 	}
@@ -84,8 +84,10 @@ func decodeChat(ctx context.Context, w http.ResponseWriter, r *http.Request) (Ch
 }
 
 // readJSON reads a JSON request body, in either dialect: JSON in UTF-8,
-// uncompressed, within MaxBodyBytes, within the request's deadline.
-func readJSON(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// uncompressed, within limit bytes (MaxBodyBytes, or a route's smaller
+// one), within the request's deadline. Over the limit it is an
+// *http.MaxBytesError, read no further.
+func readJSON(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return nil, errMediaType
@@ -99,10 +101,10 @@ func readJSON(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]by
 		// A compressed body would otherwise fail as "not valid JSON".
 		return nil, errContentEncoding
 	}
-	if r.ContentLength > MaxBodyBytes {
-		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+	if r.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
 	}
-	return readBody(ctx, w, r)
+	return readBody(ctx, w, r, limit)
 }
 
 // encoded reports whether the body has a content coding (gzip, br, ...):
@@ -125,14 +127,14 @@ func encoded(h http.Header) bool {
 // clears it); a late body leaves it on, so that net/http, finding the rest
 // of the body unreadable, closes the connection after the answer instead of
 // waiting for it.
-func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if deadline, ok := ctx.Deadline(); ok && r.ContentLength != 0 {
 		// Not for an empty body: net/http's background read is already
 		// waiting on the connection, and would fail at the deadline.
 		// A ResponseWriter that cannot set it has no connection to stall.
 		_ = http.NewResponseController(w).SetReadDeadline(deadline)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	switch {
 	case err == nil:

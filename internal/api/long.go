@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,6 +39,8 @@ const maxCursorBody = 4 << 10
 var (
 	errCursorNotFound = &Error{http.StatusNotFound, apiwire.CodeNotFound,
 		"This answer cannot be continued: it has ended, was cancelled, is too old, or was not started by you."}
+	errCursorBodyTooLarge = &Error{http.StatusRequestEntityTooLarge, apiwire.CodeBodyTooLarge,
+		fmt.Sprintf(`A continue or a cancel takes only the cursor the answer gave, {"cursor": "..."}, within %s; this request is larger. Send the cursor as it came.`, sizeForPeople(maxCursorBody))}
 	// errAnswerCancelled ends a hop whose generation a cancel stopped
 	// while it streamed (a cancel sent to another instance): final, as
 	// asking again finds nothing to continue.
@@ -111,15 +114,12 @@ func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *htt
 	if s.LongAnswers == nil {
 		return cursor.Cursor{}, errCursorNotFound
 	}
-	if r.ContentLength > maxCursorBody {
-		return cursor.Cursor{}, &http.MaxBytesError{Limit: maxCursorBody}
+	body, err := readJSON(ctx, w, r, maxCursorBody)
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		return cursor.Cursor{}, errCursorBodyTooLarge
 	}
-	body, err := readJSON(ctx, w, r)
 	if err != nil {
 		return cursor.Cursor{}, err
-	}
-	if len(body) > maxCursorBody {
-		return cursor.Cursor{}, &http.MaxBytesError{Limit: maxCursorBody}
 	}
 	var req apiwire.CursorRequest
 	if err := Decode(body, &req); err != nil {

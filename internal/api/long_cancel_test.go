@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,4 +56,32 @@ func TestLongAnswerCancelledOnAnotherInstanceSaysSo(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A continue or a cancel whose body is over 4 KiB (a cursor is well under
+// a hundred bytes) is 413 body_too_large naming the cursor, declared or
+// sent chunked, and read no further than the limit: probed, it said "Send
+// fewer or smaller documents", of a route that takes none. Nothing goes
+// upstream.
+func TestCursorBodyOverItsLimitNamesTheCursor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := longHarness(t, nil)
+		big := cursorBody(strings.Repeat("c", 5000))
+		for _, path := range []string{"/api/chat/continue", "/api/chat/cancel"} {
+			for _, chunked := range []bool{false, true} {
+				r := chatRequest(big)
+				r.URL.Path = path
+				if chunked {
+					r.ContentLength = -1 // read to its end: the limit is met while reading
+				}
+				w := h.do(r)
+				require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, "%s chunked %v: %s", path, chunked, w.Body.String())
+				e := decodeError(t, w)
+				assert.Equal(t, apiwire.CodeBodyTooLarge, e.Error.Code)
+				assert.Equal(t, `A continue or a cancel takes only the cursor the answer gave, {"cursor": "..."}, within 4 KiB; this request is larger. Send the cursor as it came.`, e.Error.Message)
+				assert.Equal(t, allowedOrigin, w.Header().Get("Access-Control-Allow-Origin"))
+			}
+		}
+		assert.Empty(t, h.sim.Requests(), "nothing upstream")
+	})
 }

@@ -93,7 +93,7 @@ func (s *server) handleOpenAIChat(inPath bool) http.Handler {
 // request's.
 func (s *server) readOpenAI(w http.ResponseWriter, r *http.Request, inPath bool) (*chatCall, error) {
 	ctx := r.Context()
-	body, err := readJSON(ctx, w, r)
+	body, err := readJSON(ctx, w, r, MaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
