@@ -158,15 +158,19 @@ export const ENTRA = { tenant: '11111111-2222-4333-8444-555555555555', audience:
  * the handler's quotas, with that limit per user and day; with
  * quota.storeDown, no store answers at the quota endpoint (a port nothing
  * listens on), and quota.failOpen sets QUOTA_FAIL_OPEN=true.
+ * With pool, the handler routes across a pool of two simulated resources
+ * (AZURE_OPENAI_BACKENDS): a (stack.simulator, tried first) and b
+ * (stack.simulatorB), each playing its backend's directives
+ * ([[sim:throttle s=20 backend=a]]).
  */
-export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini', quota = undefined } = {}) {
+export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4o-mini', quota = undefined, pool = false } = {}) {
   const bin = await mkdtemp(join(tmpdir(), 'timebox-e2e-'));
   const run = promisify(execFile);
   await Promise.all([
     run('go', ['build', '-o', join(bin, 'handler'), './cmd/handler'], { cwd: repo }),
     run('go', ['build', '-o', join(bin, 'aoaisim'), './cmd/aoaisim'], { cwd: repo }),
   ]);
-  const [simPort, apiPort, demoPort, otherPort, tablePort, ...pagePorts] = await freePorts(5 + pages);
+  const [simPort, apiPort, demoPort, otherPort, tablePort, simPortB, ...pagePorts] = await freePorts(6 + pages);
   const key = 'e2e-key';
   const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' };
   const procs = [];
@@ -253,8 +257,17 @@ export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4
     // The latency model the streaming tests count on, stated rather than
     // inherited: a 1024-token answer (the handler's default limit) takes
     // over 10 s, past the 6 s budget; counting to 100 takes about 2.5 s.
-    stack.simulator = new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, '-api-key', key, '-deployments', deployment, '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN, ...(entra ? ['-issuer'] : [])], baseEnv);
+    const simArgs = ['-api-key', key, '-deployments', deployment, '-ttft', SIM_TTFT, '-per-token', SIM_PER_TOKEN];
+    stack.simulator = new Proc('aoaisim', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPort}`, ...simArgs, ...(entra ? ['-issuer'] : []), ...(pool ? ['-backend', 'a'] : [])], baseEnv);
     procs.push(stack.simulator);
+    let upstream = { AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${simPort}`, AZURE_OPENAI_API_KEY: key };
+    if (pool) {
+      stack.simulatorB = new Proc('aoaisim-b', join(bin, 'aoaisim'), ['-addr', `127.0.0.1:${simPortB}`, ...simArgs, '-backend', 'b'], baseEnv);
+      procs.push(stack.simulatorB);
+      await waitFor(`http://127.0.0.1:${simPortB}/`, 'the second simulator');
+      const entry = (name, port, priority) => ({ name, endpoint: `http://127.0.0.1:${port}`, deployment, priority, apiKeySetting: 'SIM_KEY' });
+      upstream = { AZURE_OPENAI_BACKENDS: JSON.stringify([entry('a', simPort, 1), entry('b', simPortB, 2)]), SIM_KEY: key };
+    }
     const issuer = `http://127.0.0.1:${simPort}`;
     const auth = entra
       ? { AUTH_MODE: 'entra', AUTH_AUDIENCE: ENTRA.audience, AUTH_TENANTS: ENTRA.tenant, AUTH_REQUIRED_SCOPE: ENTRA.scope, AZURE_AUTHORITY_HOST: issuer }
@@ -276,9 +289,8 @@ export async function startStack({ entra = false, pages = 0, deployment = 'gpt-4
     stack.handler = new Proc('handler', join(bin, 'handler'), [], {
       ...baseEnv,
       FUNCTIONS_CUSTOMHANDLER_PORT: String(apiPort),
-      AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${simPort}`,
+      ...upstream,
       AZURE_OPENAI_DEPLOYMENT: deployment,
-      AZURE_OPENAI_API_KEY: key,
       REQUEST_BUDGET: BUDGET,
       FAST_FAILURE_THRESHOLD: THRESHOLD,
       ALLOWED_ORIGINS: [stack.demo, ...(entra ? [stack.otherDemo] : []), ...stack.pages].join(','),
