@@ -165,6 +165,7 @@ func TestLongAnswerChargedOnceWithItsUsage(t *testing.T) {
 		assert.Equal(t, "settled", row["State"])
 		assert.Equal(t, "completed", row["Outcome"])
 		assert.Equal(t, h.responseID(), row["ResponseId"])
+		assert.Equal(t, "default", row["Backend"], "the pool of one's backend, which held the response")
 		assert.EqualValues(t, hops, row["Hop"], "the hop that saw the end")
 		assert.EqualValues(t, hops-1, row["ChargedHop"], "the last hop that handed out a cursor")
 		assert.EqualValues(t, done.Usage.PromptTokens, row["PromptTokens"])

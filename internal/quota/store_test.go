@@ -160,7 +160,7 @@ func TestLedgerRowPerRequest(t *testing.T) {
 	ctx := t.Context()
 	res, err := s.Reserve(ctx, f.request("req-42", 100, 500))
 	require.NoError(t, err)
-	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 101, Completion: 77, Abandoned: 3, Status: 200}))
+	require.NoError(t, s.Settle(ctx, res, quota.Billed{Prompt: 101, Completion: 77, Abandoned: 3, Status: 200, Backend: "swe"}))
 
 	// What an admin's query reads: the tenant's month, one user's rows.
 	table := f.az.Table(t, f.opts.Table)
@@ -187,6 +187,7 @@ func TestLedgerRowPerRequest(t *testing.T) {
 	assert.EqualValues(t, 77, row["CompletionTokens"])
 	assert.EqualValues(t, 3, row["AbandonedTokens"])
 	assert.EqualValues(t, 200, row["Status"])
+	assert.Equal(t, "swe", row["Backend"], "the backend of the pool that answered")
 	assert.Equal(t, "181", row["Charged"])
 	assert.Equal(t, "2026-12-01T18:48:00Z", row["SettledAt"])
 }
