@@ -56,7 +56,7 @@ func (c *Client) attempts(ctx context.Context, pinned *backend, do try) (*backen
 				// shortest cooldown is waited if it fits, else the
 				// caller is told when to come back, with no call made
 				// to a backend known to be cooling.
-				wait := c.pool.wait(time.Now(), nil)
+				wait := c.pool.wait(time.Now())
 				if len(trail) >= c.rule.MaxAttempts || !c.rule.Fits(wait, budget.Remaining(ctx)) {
 					return nil, trail, &Error{Kind: KindThrottled, RetryAfter: max(wait, time.Second), Attempts: len(trail),
 						Trail: trail, Err: errAllCooling}
@@ -102,10 +102,12 @@ func (c *Client) attempts(ctx context.Context, pinned *backend, do try) (*backen
 		}
 		now := time.Now()
 		f := retry.Failure{Number: len(trail), Elapsed: elapsed, Status: e.ruleStatus(), Header: h, Remaining: budget.Remaining(ctx)}
-		if pinned == nil {
-			f.Elsewhere, f.Wait = c.pool.elsewhere(now, skip), c.pool.wait(now, nil)
+		if pinned == nil && !c.pool.single() {
+			f.Elsewhere, f.Wait = c.pool.elsewhere(now, skip), c.pool.wait(now)
 		} else {
-			f.Wait = c.pool.wait(now, pinned)
+			// Its backend is the only one the call may go to: the wait
+			// is the one it named.
+			f.Wait = ownWait(h)
 		}
 		d := c.rule.Decide(f)
 		switch {
@@ -164,6 +166,15 @@ func (c *Client) learn(b *backend, e *Error, h http.Header, slow bool) {
 		// A 400: the backend answered, sanely.
 		c.pool.succeeded(b)
 	}
+}
+
+// ownWait is the wait a throttled attempt named (retry-after-ms, else
+// Retry-After), or unnamedCooldown when it named none.
+func ownWait(h http.Header) time.Duration {
+	if wait, named := retry.ServerWait(h, time.Time{}); named {
+		return wait
+	}
+	return unnamedCooldown
 }
 
 // sleep waits d, or until ctx ends (its error).

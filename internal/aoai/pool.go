@@ -12,7 +12,10 @@ import (
 // or an outage is learnt from an answer in a few milliseconds, so each
 // instance learns it at the cost of one fast failure, which is cheaper
 // than a shared store's round trip on every call (docs/operations.md,
-// "The pool's state").
+// "The pool's state is per instance"). A pool of one keeps no state, as
+// LiteLLM's router does not cool a model group's only deployment
+// (BerriAI/litellm#5673): skipping the only backend spares nothing, and
+// each call waits its own throttle's wait as before the pool.
 
 // The pool's fixed figures.
 const (
@@ -47,6 +50,9 @@ type health struct {
 	out       bool      // taken out: the next call after outUntil probes it
 	probing   bool      // a probe is in flight
 }
+
+// single reports whether the pool has one backend, which keeps no state.
+func (p *pool) single() bool { return len(p.backends) == 1 }
 
 func newPool(backends []*backend, cooldownMax time.Duration, logger *slog.Logger) *pool {
 	for i, b := range backends {
@@ -112,15 +118,12 @@ func (p *pool) elsewhere(now time.Time, skip []bool) bool {
 }
 
 // wait is what is left, at now, of the shortest wait until a backend can
-// take a call: of every backend's, or only of b's when b is not nil.
-func (p *pool) wait(now time.Time, b *backend) time.Duration {
+// take a call.
+func (p *pool) wait(now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	shortest := time.Duration(-1)
 	for i := range p.backends {
-		if b != nil && i != b.index {
-			continue
-		}
 		h := &p.state[i]
 		d := max(h.coolUntil.Sub(now), 0)
 		if h.out {
@@ -168,6 +171,9 @@ func (p *pool) succeeded(b *backend) {
 // cools for that long, at most cooldownMax. A throttle is no failure: the
 // backend is up, and busy.
 func (p *pool) throttled(b *backend, now time.Time, wait time.Duration, named bool) {
+	if p.single() {
+		return
+	}
 	if !named {
 		wait = unnamedCooldown
 	}
@@ -186,6 +192,9 @@ func (p *pool) throttled(b *backend, now time.Time, wait time.Duration, named bo
 // once (a refused connection), else after outAfter in a row, it is out
 // for outFor, then probed by one call. why is the log's reason.
 func (p *pool) failed(b *backend, now time.Time, atOnce bool, why string) {
+	if p.single() {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := &p.state[b.index]

@@ -410,9 +410,7 @@ func TestStreamFailureAfterAKeepAliveCarriesTheJSONAnswersStatusAndHints(t *test
 				assert.Equal(t, tt.wantShouldRetry, *e.ShouldRetry)
 				assert.Equal(t, tt.wantRetryAfter, e.RetryAfterMs)
 
-				// Another instance: this one's pool has learnt from the
-				// stream's failure (a throttled backend cools).
-				w := h.twin().do(chatRequest(ask(tt.directive+" hello"), "x-client-timeout-ms", "60000"))
+				w := h.do(chatRequest(ask(tt.directive+" hello"), "x-client-timeout-ms", "60000"))
 				var body apiwire.ErrorBody
 				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
 				assert.Equal(t, w.Code, e.Status, "the JSON answer's status")
