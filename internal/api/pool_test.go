@@ -392,3 +392,18 @@ func TestPoolLongAnswerStaysOnItsBackend(t *testing.T) {
 		assert.Equal(t, 1, p.a.Stats().Requests)
 	})
 }
+
+// A pool of one keeps no state: after a throttle the caller could not
+// wait for, the next question calls the deployment as before the pool.
+func TestPoolOfOneKeepsNoState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, aoaitest.Options{})
+		w := h.do(chatRequest(ask("[[sim:throttle s=20 times=1 id=one]] hello"), "x-client-timeout-ms", "10000"))
+		require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
+		assert.Equal(t, "20", w.Header().Get("Retry-After"))
+		decodeOK(t, h.do(chatRequest(ask("hello"))))
+		assert.Equal(t, 2, h.sim.Stats().Requests)
+		assert.JSONEq(t, `{"status": "ok", "version": "test", "backends": {"available": 1, "cooling": 0}}`,
+			h.do(httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/api/health", nil)).Body.String())
+	})
+}
