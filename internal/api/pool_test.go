@@ -401,7 +401,9 @@ func TestPoolOfOneKeepsNoState(t *testing.T) {
 		w := h.do(chatRequest(ask("[[sim:throttle s=20 times=1 id=one]] hello"), "x-client-timeout-ms", "10000"))
 		require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
 		assert.Equal(t, "20", w.Header().Get("Retry-After"))
+		start := time.Now()
 		decodeOK(t, h.do(chatRequest(ask("hello"))))
+		assert.Less(t, time.Since(start), time.Second, "no wait for a cooldown")
 		assert.Equal(t, 2, h.sim.Stats().Requests)
 		assert.JSONEq(t, `{"status": "ok", "version": "test", "backends": {"available": 1, "cooling": 0}}`,
 			h.do(httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/api/health", nil)).Body.String())
