@@ -25,8 +25,8 @@ import (
 
 // The quota across instances, end to end: the real run, on real sockets,
 // against the simulator, with a real Azurite table shared by every
-// instance. These tests skip where Azurite is not installed, unless
-// TIMEBOX_REQUIRE_AZURITE=1 (make test-go).
+// instance. These tests fail where Azurite is not installed (make azurite),
+// unless TIMEBOX_SKIP_AZURITE=1 skips them.
 
 // quotaEnv is the settings of an instance counting in az's table.
 func quotaEnv(az *azuritetest.Server, table string, userDaily int) map[string]string {

@@ -17,8 +17,8 @@ import (
 )
 
 // TestQuotaExceededIsSaidAtOnce: the CLI against the whole stack with a
-// real Azurite holding a small daily limit (real sockets; skipped without
-// Azurite unless TIMEBOX_REQUIRE_AZURITE=1): once the day is used up, ask
+// real Azurite holding a small daily limit (real sockets; failed without
+// Azurite unless TIMEBOX_SKIP_AZURITE=1): once the day is used up, ask
 // stops after one attempt with the limit's own message, and usage says
 // what was used.
 func TestQuotaExceededIsSaidAtOnce(t *testing.T) {

@@ -27,8 +27,8 @@ import (
 	"github.com/timebox-dev/timebox/internal/quota"
 )
 
-// The quota in the chat pipeline, against a real Azurite (the tests skip
-// where it is not installed, unless TIMEBOX_REQUIRE_AZURITE=1). Outside a
+// The quota in the chat pipeline, against a real Azurite (the tests fail
+// where it is not installed, unless TIMEBOX_SKIP_AZURITE=1). Outside a
 // synctest bubble: Azurite is a real socket.
 
 func quotaHarness(t *testing.T, userDaily int, extra map[string]string) *harness {

@@ -3,10 +3,10 @@
 // memory, stopped when the test ends. Azurite is installed into the
 // repository (tools/azurite, `npm ci`), with the Node.js it requires.
 //
-// A checkout without it installed (a plain `go test ./...`) skips the tests
-// that need it, with a message saying how to install it, unless
-// TIMEBOX_REQUIRE_AZURITE=1, which `make test-go` sets after installing it,
-// so that CI never passes by skipping them.
+// A test that needs it fails when it is not installed, with a message
+// saying how to install it (`make azurite`; `make test-go` does it first),
+// so that no run passes by leaving the quota tests out. A run that means
+// to leave them out says so: TIMEBOX_SKIP_AZURITE=1 skips them instead.
 package azuritetest
 
 import (
@@ -53,8 +53,7 @@ type Server struct {
 const startWait = 60 * time.Second
 
 // Start starts Azurite's Table service for t and stops it when t ends. It
-// skips t when Azurite is not installed, or fails it when
-// TIMEBOX_REQUIRE_AZURITE=1.
+// fails t when Azurite is not installed (Need).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	Need(t)
@@ -66,15 +65,15 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-// Need skips t when Azurite is not installed, or fails it when
-// TIMEBOX_REQUIRE_AZURITE=1.
+// Need fails t when Azurite is not installed, or skips it when
+// TIMEBOX_SKIP_AZURITE=1.
 func Need(t testing.TB) {
 	t.Helper()
 	if _, _, err := install(); err != nil {
-		if os.Getenv("TIMEBOX_REQUIRE_AZURITE") == "1" {
-			t.Fatalf("Azurite is required (TIMEBOX_REQUIRE_AZURITE=1) but %v", err)
+		if os.Getenv("TIMEBOX_SKIP_AZURITE") == "1" {
+			t.Skipf("Azurite is not installed (%v), and TIMEBOX_SKIP_AZURITE=1 skips the tests that need it", err)
 		}
-		t.Skipf("Azurite is not installed (%v): `make test-go` installs it (npm ci --prefix tools/azurite) and runs this test", err)
+		t.Fatalf("Azurite is not installed (%v): `make azurite` installs it into tools/azurite (`make test-go` does so first); TIMEBOX_SKIP_AZURITE=1 skips the tests that need it instead", err)
 	}
 }
 

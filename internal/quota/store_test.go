@@ -20,8 +20,8 @@ import (
 	"github.com/timebox-dev/timebox/internal/quota"
 )
 
-// These tests run against a real Azurite (internal/azuritetest): they skip
-// where it is not installed, unless TIMEBOX_REQUIRE_AZURITE=1 (make test-go).
+// These tests run against a real Azurite (internal/azuritetest): they fail
+// where it is not installed (make azurite), unless TIMEBOX_SKIP_AZURITE=1.
 
 // clock is a settable clock shared by the stores of a test.
 type clock struct{ t atomic.Pointer[time.Time] }
