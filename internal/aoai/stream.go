@@ -94,7 +94,10 @@ func (l *limited) Read(p []byte) (int, error) {
 // Its annotations (A) are the members only the OpenAI dialect's answer
 // reads: a chatChunk[skipped] skips them, as unknown members would be, and
 // a chatChunk[kept] (a Passthrough request's) keeps them as Azure sent
-// them, so that the dialect reads each chunk once, here.
+// them, so that the dialect reads each chunk once, here (read twice, the
+// OpenAI surface's whole answers miss BenchmarkDialects' bound:
+// docs/operations.md, "JSON: what is written plainly, and what is read
+// with care").
 type chatChunk[A annotation] struct {
 	Choices []chunkChoice[A] `json:"choices"`
 	Usage   *Usage           `json:"usage"`
@@ -163,9 +166,11 @@ func (k kept) raw(data []byte) []byte {
 // lenient reads upstream chunks with go-json-experiment/json, letting
 // through what encoding/json did (duplicate names, invalid UTF-8): a chunk
 // is decoded in one pass, where encoding/json validates it first, and
-// decoding chunks is most of a request's CPU. Names match exactly: Azure's
-// are lower case, and folding would fold every unknown name (the content
-// filter results) too.
+// decoding chunks is most of a request's CPU (with encoding/json, make
+// perf's p50 latency and throughput miss their bounds: docs/operations.md,
+// "JSON: what is written plainly, and what is read with care"). Names
+// match exactly: Azure's are lower case, and folding would fold every
+// unknown name (the content filter results) too.
 var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // chatDecoder reads a Chat Completions stream.

@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"strings"
 
 	"github.com/tmaxmax/go-sse"
 
@@ -55,13 +53,7 @@ func (a *openAIAnswer) body(_ context.Context, resp *aoai.Response) []byte {
 	if u := resp.Usage; u != (aoai.Usage{}) {
 		a.answer.SetUsage(openaiwire.Usage(u))
 	}
-	c := a.answer.Completion(a.deployment)
-	if b, err := c.Encode(); err == nil {
-		return b
-	}
-	// Azure's annotations were let through broken: encoding/json mends
-	// what it can, as it does for every other answer.
-	return marshal(c)
+	return marshal(a.answer.Completion(a.deployment))
 }
 
 func (a *openAIAnswer) streamed(ctx context.Context, req *aoai.Request, es *eventStream) {
@@ -124,27 +116,9 @@ func (es *eventStream) data(v any) {
 // frame sends data as an event with no name (OpenAI's framing: no "event:"
 // line), and reports whether it went out.
 func (es *eventStream) frame(data string) bool {
-	if strings.IndexByte(data, '\n') >= 0 || strings.IndexByte(data, '\r') >= 0 {
-		// Not one line (no JSON of Azure's or ours is): go-sse splits it.
-		msg := &sse.Message{}
-		msg.AppendData(data)
-		es.mu.Lock()
-		defer es.mu.Unlock()
-		return es.write(msg)
-	}
+	m := &sse.Message{}
+	m.AppendData(data)
 	es.mu.Lock()
 	defer es.mu.Unlock()
-	// One Write of the whole frame, from a buffer the stream keeps: the
-	// writers on the way (the log's, the body guard's) take bytes, and a
-	// string written to them would be copied on each of its three parts.
-	es.frameBuf = append(append(append(es.frameBuf[:0], "data: "...), data...), "\n\n"...)
-	return es.write((*dataFrame)(&es.frameBuf))
-}
-
-// dataFrame is a whole event, written as it is in one Write.
-type dataFrame []byte
-
-func (d *dataFrame) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(*d)
-	return int64(n), err
+	return es.write(m)
 }

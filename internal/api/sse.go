@@ -62,9 +62,6 @@ type eventStream struct {
 	err     error         // the first failed write
 	timer   *time.Timer
 	deltas  bool // a delta went out
-	// frameBuf holds a data-only frame while it is written (frame),
-	// reused from one to the next.
-	frameBuf []byte
 }
 
 // openStream prepares a stream on w whose first keep-alive goes out after
