@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/timebox-dev/timebox/internal/aoai"
+	"github.com/timebox-dev/timebox/internal/budget"
 	"github.com/timebox-dev/timebox/internal/cursor"
 )
 
@@ -62,7 +63,8 @@ type Hops struct {
 	// (LONG_ANSWER_LIMIT).
 	Limit time.Duration
 	// Margin is what a hop keeps of its context's time to hand out its
-	// cursor: its stream ends Margin before the context's deadline.
+	// cursor: its stream ends Margin before the context's deadline, or a
+	// quarter of the request's time before it when that is less.
 	Margin time.Duration
 	// Poll is how often a response whose stream cannot be resumed is
 	// retrieved until it ends. 0 means DefaultPoll.
@@ -386,11 +388,17 @@ func (h *Hops) cancel(ctx context.Context, backend, id string) aoai.Usage {
 
 // hopContext is the context a hop's stream runs in: it ends Margin before
 // ctx's deadline, so that the cursor can still be handed out, and no later
-// than limitAt (when given).
+// than limitAt (when given). A request given little time in all (a small
+// REQUEST_BUDGET, a caller in a hurry) keeps a quarter of it, when that is
+// less than Margin: a fixed margin would leave its hop no time to stream.
 func (h *Hops) hopContext(ctx context.Context, limitAt time.Time) (context.Context, context.CancelFunc) {
 	d, ok := ctx.Deadline()
 	if ok {
-		d = d.Add(-h.Margin)
+		margin := h.Margin
+		if t := budget.RequestTime(ctx); t > 0 {
+			margin = min(margin, t/4)
+		}
+		d = d.Add(-margin)
 	}
 	if !limitAt.IsZero() && (!ok || limitAt.Before(d)) {
 		d, ok = limitAt, true
