@@ -170,21 +170,24 @@ func TestStoreStoppedMidRunIsAFastRetryable503(t *testing.T) {
 }
 
 // TestHandlerProcess is not a test: it is the child process of
-// TestKilledInstanceHoldLapses, the real run in a process of its own that
+// TestKilledInstanceHoldIsChargedWhenItLapses, the real run in a process of its own that
 // the test kills.
 func TestHandlerProcess(t *testing.T) {
 	if os.Getenv("TIMEBOX_TEST_HANDLER_PROCESS") != "1" {
-		t.Skip("the child process of TestKilledInstanceHoldLapses")
+		t.Skip("the child process of TestKilledInstanceHoldIsChargedWhenItLapses")
 	}
 	if err := run(context.Background(), nil, os.Getenv, os.Stdout, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestKilledInstanceHoldLapses: an instance killed (SIGKILL) between
-// reserve and settle leaves its hold in the table; the hold counts until
-// its request's deadline plus the grace, and not after.
-func TestKilledInstanceHoldLapses(t *testing.T) {
+// TestKilledInstanceHoldIsChargedWhenItLapses: an instance killed
+// (SIGKILL) with requests in flight, each reserved and its call at Azure
+// OpenAI, leaves their holds in the table; the holds count until each
+// request's deadline plus the grace, and are then charged whole, the
+// documented bound (docs/operations.md, "What is charged, and when"): the
+// requests reached Azure, which bills them, and nobody is left to settle.
+func TestKilledInstanceHoldIsChargedWhenItLapses(t *testing.T) {
 	az := azuritetest.Start(t)
 	simURL, arrived := simulator(t)
 
@@ -203,18 +206,27 @@ func TestKilledInstanceHoldLapses(t *testing.T) {
 	require.Equal(t, "listening", listening.Msg)
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 
+	const inFlight = 3
 	sent := time.Now()
-	go post(t, listening.Addr, "[[sim:hang]] hi") // held upstream: reserved, never settled
-	<-arrived
+	for range inFlight {
+		go post(t, listening.Addr, "[[sim:hang]] hi") // held upstream: reserved, never settled
+	}
+	for range inFlight {
+		<-arrived
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 
 	u, err := reader(t, az, "killed", 100_000, nil).Usage(t.Context(), "", "")
 	require.NoError(t, err)
-	assert.Positive(t, u.UserDay.Reserved, "the killed request's hold is in the table")
+	held := u.UserDay.Reserved
+	assert.Positive(t, held, "the killed requests' holds are in the table")
 	assert.Zero(t, u.UserDay.Used)
 	lapsed := func() time.Time { return sent.Add(20*time.Second + quota.Grace + 20*time.Second) }
 	u, err = reader(t, az, "killed", 100_000, lapsed).Usage(t.Context(), "", "")
 	require.NoError(t, err)
-	assert.Zero(t, u.UserDay.Reserved, "past its request's deadline and the grace, the hold no longer counts")
+	assert.Zero(t, u.UserDay.Reserved, "past each request's deadline and the grace, the holds no longer count")
+	assert.Equal(t, held, u.UserDay.Used, "they are charged whole: prompt and completion limit, each")
+	assert.Zero(t, u.UserDay.Used%inFlight, "three holds alike")
+	assert.Greater(t, u.UserDay.Used/inFlight, int64(1024), "each its prompt and MAX_TOKENS")
 }

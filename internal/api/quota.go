@@ -55,9 +55,15 @@ func (s *server) reserveQuota(ctx context.Context, call *chatCall) error {
 		// it ends or its limit: its hold lasts as long.
 		deadline = time.Now().Add(s.LongAnswers.Limit)
 	}
+	// Every hold is charged, not released, when it lapses unsettled: it is
+	// taken just before the upstream call, so one left unsettled is, but
+	// for a few milliseconds, a request Azure OpenAI processed and bills
+	// (its instance killed, the store down until the lapse). A request
+	// that fails before reaching Azure is settled by this instance to
+	// nothing (settleQuota), which releases its hold explicitly.
 	req := quota.Request{
 		ID: requestID(ctx), OID: who.OID, TID: who.TID, Deployment: s.Deployment,
-		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline, ChargeOnLapse: call.long,
+		Prompt: prompt, MaxCompletion: call.req.MaxTokens, Deadline: deadline, ChargeOnLapse: true,
 	}
 	res, err := s.Quota.Reserve(ctx, req)
 	if errors.Is(err, quota.ErrDuplicate) {

@@ -235,11 +235,15 @@ func (f failSettlements) Do(r *http.Request) (*http.Response, error) {
 	return f.next.Do(r)
 }
 
-// TestUnsettledHoldIsReleasedWhenItLapses: a question whose settlement
-// failed (its log line says unsettled) holds its tokens until the hold
-// lapses, its budget and the grace after its start; then they are
-// released, not charged: no work runs on after a question.
-func TestUnsettledHoldIsReleasedWhenItLapses(t *testing.T) {
+// TestUnsettledHoldIsChargedWhenItLapses: a question that reached Azure
+// OpenAI and whose settlement failed (its log line says unsettled) holds
+// its tokens until the hold lapses, its budget and the grace after its
+// start; then the whole hold is charged, not released: Azure billed the
+// request, and the hold is the documented bound of what it cost. A
+// question that failed before anything reached Azure (a fast 503) is
+// settled to nothing by its instance at once, and nothing is charged when
+// its hold would have lapsed.
+func TestUnsettledHoldIsChargedWhenItLapses(t *testing.T) {
 	az := azuritetest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
 		var batches atomic.Int32
@@ -248,11 +252,23 @@ func TestUnsettledHoldIsReleasedWhenItLapses(t *testing.T) {
 		t.Cleanup(h.sim.Close)
 		decodeOK(t, h.do(chatRequest(ask("hi"))))
 		assert.Equal(t, "unsettled", h.logLines()[0]["quota"])
-		require.Positive(t, usageOf(t, h).User.Day.Reserved)
+		held := usageOf(t, h).User.Day.Reserved
+		require.Positive(t, held)
+		assert.EqualValues(t, held, h.logLines()[0]["quotaReserved"], "the hold is the request's reservation")
 
 		time.Sleep(h.cfg.Budget + quota.Grace + 10*time.Second)
 		day := usageOf(t, h).User.Day
 		assert.EqualValues(t, 0, day.Reserved, "lapsed")
-		assert.EqualValues(t, 0, day.Used, "released, not charged")
+		assert.Equal(t, held, day.Used, "charged the whole hold, not released")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, map[string]string{"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": "100000", "QUOTA_TABLE": "neverupstream"}, aoaitest.Options{})
+		t.Cleanup(h.sim.Close)
+		w := h.do(chatRequest(ask("[[sim:status code=503 times=5]] hi")))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+		assert.Equal(t, "settled", h.logLines()[0]["quota"])
+		assert.Equal(t, api.UsageWindow{Limit: 100_000, ResetsAt: usageOf(t, h).User.Day.ResetsAt}, *usageOf(t, h).User.Day, "released at once")
+		time.Sleep(h.cfg.Budget + quota.Grace + 10*time.Second)
+		assert.EqualValues(t, 0, usageOf(t, h).User.Day.Used, "nothing charged at the lapse")
 	})
 }

@@ -184,10 +184,11 @@ type Request struct {
 	// Deadline is the request's deadline: its reservation lapses Grace
 	// after it.
 	Deadline time.Time
-	// ChargeOnLapse is true for work that goes on after its request (a
-	// long answer's generation): a hold still there when it lapses is
-	// charged, not released, since the work it held for ran on and was
-	// billed. Else a lapsed hold (its instance crashed) is released.
+	// ChargeOnLapse is true for work Azure OpenAI bills whether or not
+	// it is settled (a request reserved just before its upstream call; a
+	// long answer's generation, which runs on after its request): a hold
+	// still there when it lapses is charged whole, not released. Else a
+	// lapsed hold is released.
 	ChargeOnLapse bool
 }
 
