@@ -51,7 +51,8 @@ func (s *server) openBill(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := &bill{}
 		recordFrom(r.Context()).bill = b
-		next.ServeHTTP(&billWriter{ResponseWriter: w, b: b}, r.WithContext(context.WithValue(r.Context(), billKey{}, b)))
+		r = r.WithContext(context.WithValue(r.Context(), billKey{}, b))
+		next.ServeHTTP(&billWriter{ResponseWriter: w, b: b}, r)
 		if !b.hold.open() {
 			return
 		}
