@@ -135,15 +135,6 @@ func (s *server) decodeCursor(ctx context.Context, w http.ResponseWriter, r *htt
 	return c, nil
 }
 
-// sealNext is the cursor a hop hands out, sealed: res.Next with what the
-// hops delivered through this one (whole: this hop's text is the answer
-// from its start), which the next hop's charge starts from.
-func (s *server) sealNext(ctx context.Context, res *longanswer.Result, whole bool) string {
-	next := *res.Next
-	next.Received = int(seenOf(billOf(ctx), res, whole).Through())
-	return s.Cursors.Seal(next)
-}
-
 // ownerOf is the verified caller, as a long answer's owner.
 func ownerOf(ctx context.Context) cursor.Owner {
 	c := callerOf(ctx)
@@ -263,18 +254,6 @@ func (s *server) noteHop(ctx context.Context, res *longanswer.Result) {
 	if res.Done {
 		b.prompt, b.completion = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	}
-}
-
-// hopStatus is the status a hop that ended its generation answers with,
-// for the ledger.
-func hopStatus(res *longanswer.Result, err error) int {
-	switch {
-	case res != nil && res.End == longanswer.EndCallerGone:
-		return statusClientGone
-	case err != nil:
-		return rowFor(longError(err, "")).status
-	}
-	return http.StatusOK
 }
 
 // longError is the error of a hop as the error table answers it: a cursor
