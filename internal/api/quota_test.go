@@ -272,3 +272,54 @@ func TestUnsettledHoldIsChargedWhenItLapses(t *testing.T) {
 		assert.EqualValues(t, 0, usageOf(t, h).User.Day.Used, "nothing charged at the lapse")
 	})
 }
+
+// ledgerReads counts the store's reads of ledger rows whose key holds id:
+// a settlement reads its request's row once; a reservation writes it
+// unread.
+type ledgerReads struct {
+	next  policy.Transporter
+	id    string
+	reads *atomic.Int32
+}
+
+func (l ledgerReads) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, l.id) {
+		l.reads.Add(1)
+	}
+	return l.next.Do(r)
+}
+
+// TestHoldIsSettledOnce: a request's quota hold is settled once, whichever
+// way the request ends: a whole answer just before it is written (and not
+// again when the request ends), a stream at its done event, a failure
+// once the request ends.
+func TestHoldIsSettledOnce(t *testing.T) {
+	az := azuritetest.Start(t)
+	for _, tt := range []struct {
+		name, question string
+		stream         bool
+		status         int
+	}{
+		{"json", "hi", false, http.StatusOK},
+		{"stream", "hi", true, http.StatusOK},
+		{"failure", "[[sim:status code=503]] hi", false, http.StatusServiceUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var reads atomic.Int32
+				id := "settle-once-" + tt.name
+				h := newHarness(t, map[string]string{"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": "100000"}, aoaitest.Options{},
+					withQuotaStore(func(next policy.Transporter) policy.Transporter { return ledgerReads{next, id, &reads} }))
+				t.Cleanup(h.sim.Close)
+				r := chatRequest(ask(tt.question), "x-request-id", id)
+				if tt.stream {
+					r.Header.Set("Accept", "text/event-stream")
+				}
+				w := h.do(r)
+				require.Equal(t, tt.status, w.Code, w.Body.String())
+				assert.Equal(t, "settled", h.logLines()[0]["quota"])
+				assert.EqualValues(t, 1, reads.Load(), "one settlement")
+			})
+		})
+	}
+}
