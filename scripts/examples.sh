@@ -22,6 +22,7 @@ Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaite
   curl -s $API/health
   curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."}]}'
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:status code=503]] hi"}]}'    # fast 503 -> 503 upstream_unavailable (retryable)
+  curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=20 backend=a]] hi"}]}'   # a throttled, b answers in the same request: the log line's "attempts" shows both; a is skipped for 20 s
   curl -si $API/chat -H 'content-type: application/json' -H 'x-client-timeout-ms: 10000' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=45]] hi"}]}'  # wait does not fit -> 429 rate_limited + Retry-After: 45
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=86400]] hi"}]}'  # a request no wait clears -> 413 prompt_too_large
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:throttle s=2 times=1 id=demo$RANDOM]] hi"}]}' # server waits 2 s, retries: upstreamAttempts 2

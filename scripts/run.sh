@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 PORT=${FUNCTIONS_CUSTOMHANDLER_PORT:-7071}
 SIM_ADDR=${SIM_ADDR:-127.0.0.1:8081}
+SIM_ADDR_B=${SIM_ADDR_B:-127.0.0.1:8082}
 DEMO_PORT=${DEMO_PORT:-5173}
 mkdir -p bin
 go build -o bin/handler ./cmd/handler
@@ -24,19 +25,27 @@ if [ "${AUTH_MODE:-}" = entra ] && [ -z "${AZURE_AUTHORITY_HOST:-}" ]; then
   export AUTH_AUDIENCE=${AUTH_AUDIENCE:-api://timebox-local} AUTH_REQUIRED_SCOPE=${AUTH_REQUIRED_SCOPE:-user_impersonation}
 fi
 SIMULATED=
-if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ]; then SIMULATED=1; fi
+if [ -z "${AZURE_OPENAI_ENDPOINT:-}" ] && [ -z "${AZURE_OPENAI_BACKENDS:-}" ]; then SIMULATED=1; fi
 if [ -n "$LOCAL_ISSUER" ] || [ -n "$SIMULATED" ]; then
   go build -o bin/aoaisim ./cmd/aoaisim
   # The simulator serves the deployment asked for (AZURE_OPENAI_DEPLOYMENT=o4-mini: a reasoning model in
   # background mode, whose long answers go across hops), gpt-4o-mini by default.
   SIM_DEPLOYMENT=${AZURE_OPENAI_DEPLOYMENT:-gpt-4o-mini}
   [ -n "$SIMULATED" ] || SIM_DEPLOYMENT=gpt-4o-mini
-  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments "$SIM_DEPLOYMENT" -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} > bin/aoaisim.log &
+  ./bin/aoaisim -addr "$SIM_ADDR" -api-key sim-key -deployments "$SIM_DEPLOYMENT" -ttft 400ms -per-token 15ms ${LOCAL_ISSUER:+-issuer} ${SIMULATED:+-backend a} > bin/aoaisim.log &
   pids+=($!)
   if [ -n "$SIMULATED" ]; then
-    export AZURE_OPENAI_ENDPOINT="http://$SIM_ADDR" AZURE_OPENAI_DEPLOYMENT=$SIM_DEPLOYMENT AZURE_OPENAI_API_KEY=sim-key
+    # A pool of two deployments (docs/operations.md, "The pool of deployments"): a first, b second, each a
+    # simulator of its own, so that [[sim:throttle s=20 backend=a]] shows a failover in one request.
+    ./bin/aoaisim -addr "$SIM_ADDR_B" -api-key sim-key -deployments "$SIM_DEPLOYMENT" -ttft 400ms -per-token 15ms -backend b > bin/aoaisim-b.log &
+    pids+=($!)
+    entry() { printf '{"name":"%s","endpoint":"http://%s","deployment":"%s","priority":%s,"apiVersion":"%s","apiKeySetting":"SIM_KEY"}' "$1" "$2" "$SIM_DEPLOYMENT" "$3" "${AZURE_OPENAI_API_VERSION:-}"; }
+    export AZURE_OPENAI_BACKENDS="[$(entry a "$SIM_ADDR" 1),$(entry b "$SIM_ADDR_B" 2)]" AZURE_OPENAI_DEPLOYMENT=$SIM_DEPLOYMENT SIM_KEY=sim-key
+    unset AZURE_OPENAI_API_VERSION AZURE_OPENAI_API_KEY
+    echo "simulator: a pool of two, a on http://$SIM_ADDR and b on http://$SIM_ADDR_B (logs: bin/aoaisim.log, bin/aoaisim-b.log)"
+  else
+    echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
   fi
-  echo "simulator: http://$SIM_ADDR (log: bin/aoaisim.log)"
 fi
 TOKEN_URL=
 if [ -n "$LOCAL_ISSUER" ]; then
