@@ -15,6 +15,11 @@ import (
 // table before anything of the request is read or sent upstream.
 func (s *server) requireCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// In every mode: no key is taken from a caller (docs/auth.md).
+		if err := caller.RefuseAPIKey(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		c, err := s.Caller.Check(r.Context(), r)
 		if err != nil {
 			s.fail(w, r, err)

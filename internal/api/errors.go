@@ -171,6 +171,10 @@ func quotaStepRow(step *budget.StepTimeout) errorRow {
 func callerRow(e *caller.Error) errorRow {
 	switch e.Kind {
 	case caller.Unauthenticated:
+		if errors.Is(e, caller.ErrAPIKey) {
+			return errorRow{status: http.StatusUnauthorized, code: apiwire.CodeUnauthenticated, challenge: e.Challenge,
+				msg: "This service takes no API key: send the request without the api-key header (where sign-in is required, with an access token in Authorization: Bearer)."}
+		}
 		return errorRow{status: http.StatusUnauthorized, code: apiwire.CodeUnauthenticated, challenge: e.Challenge,
 			msg: "Sign in to use this service: the request carries no valid access token for it."}
 	case caller.Forbidden:

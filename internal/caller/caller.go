@@ -11,6 +11,7 @@ package caller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -134,6 +135,23 @@ func (p Policy) authorize(c Caller, challenge string) error {
 		return forbidden(challenge, "the token lacks the app role %q (AUTH_REQUIRED_ROLE)", p.Role)
 	}
 	return nil
+}
+
+// ErrAPIKey is the detail of a request refused for carrying an api-key
+// header (RefuseAPIKey).
+var ErrAPIKey = errors.New("the request carries an api-key header: no key is taken from a caller")
+
+// RefuseAPIKey refuses, in every mode, a request that carries an api-key
+// header (any value, empty too): an Unauthenticated *Error with the bare
+// Bearer challenge, nil without one. timebox holds the only key to Azure
+// OpenAI and takes none from a caller; a caller that sends one (an
+// AzureOpenAI client given its apiKey) meant to be checked by it, and is
+// told at once rather than served as anonymous or by its principal.
+func RefuseAPIKey(r *http.Request) error {
+	if _, ok := r.Header["Api-Key"]; !ok {
+		return nil
+	}
+	return &Error{Kind: Unauthenticated, Challenge: challengeBare, Err: ErrAPIKey}
 }
 
 // Anonymous is the checker of AUTH_MODE=none: everyone is the anonymous
