@@ -1,5 +1,8 @@
-// Package apiwire holds the error body of timebox's HTTP API (docs/api.md)
-// and the usage body of GET /api/usage, spelled once for both ends: the
+// Package apiwire holds the error body of timebox's HTTP API (docs/api.md),
+// the wire of a long answer delivered across hops (the 202 in-progress
+// body, the stream's continue event, the cursor request of
+// /api/chat/continue and /api/chat/cancel) and the usage body of
+// GET /api/usage, spelled once for both ends: the
 // server (package api) writes them, the Go client (package client) and the
 // tests read them. It depends on the standard library only, so the CLI that
 // imports it does not carry the server.
