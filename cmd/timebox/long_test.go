@@ -26,6 +26,21 @@ const long600 = "Count to 300, with a comma between each number, no newlines and
 type longAsk struct {
 	out, errOut, text string
 	paths, media      []string
+	// sentBefore is, for each write to stdout, how many requests the CLI
+	// had sent by then: the text printed as the hops arrive.
+	sentBefore []int
+}
+
+// countingWriter records, with each write, how many requests had been sent.
+type countingWriter struct {
+	bytes.Buffer
+	sent   func() int
+	before []int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.before = append(w.before, w.sent())
+	return w.Buffer.Write(p)
 }
 
 // askLong runs timebox ask (--stream when stream) against the whole stack
@@ -46,7 +61,11 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var paths, media []string
+	started := 0
 	_, hc := memnet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		started++
+		mu.Unlock()
 		a.Handler.ServeHTTP(w, r)
 		typ, _, _ := strings.Cut(w.Header().Get("Content-Type"), ";")
 		mu.Lock()
@@ -58,29 +77,39 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 		args = append(args, "--stream")
 	}
 	args = append(args, "--url", "http://app.test", question)
-	var out, errOut bytes.Buffer
-	err = runWith(t.Context(), args, noEnv, &out, &errOut, hc)
+	out := &countingWriter{sent: func() int { mu.Lock(); defer mu.Unlock(); return started }}
+	var errOut bytes.Buffer
+	err = runWith(t.Context(), args, noEnv, out, &errOut, hc)
 	require.NoError(t, err, errOut.String())
 	synctest.Wait()
 	info, _ := sim.Generation(sim.Requests()[0].ResponseID)
 	mu.Lock()
 	defer mu.Unlock()
-	return longAsk{out: out.String(), errOut: errOut.String(), text: info.Text, paths: paths, media: media}
+	return longAsk{out: out.String(), errOut: errOut.String(), text: info.Text, paths: paths, media: media, sentBefore: out.before}
 }
 
 func modes() map[string]bool { return map[string]bool{"streamed": true, "json": false} }
 
 // timebox ask follows a long answer across its hops, streamed (every hop
 // an event stream) or not (every hop JSON): the answer on stdout is the
-// simulator's, whole, once; stderr says each later part.
+// simulator's, whole, once, printed as the hops arrive; stderr says each
+// hop as the part of the answer it is, and only the last as a success.
 func TestStackFollowsALongAnswer(t *testing.T) {
 	for name, stream := range modes() {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				got := askLong(t, long600, stream)
 				assert.Equal(t, got.text+"\n", got.out, "the whole answer, once")
-				assert.Contains(t, got.errOut, "still writing, part 2\n")
-				assert.Contains(t, got.errOut, "still writing, part 4\n")
+				status := "202"
+				if stream {
+					status = "200"
+				}
+				assert.Regexp(t, `(?m)^attempt 1: status `+status+` in [\dhms.]+ -> part 1 of the answer, still writing$`, got.errOut)
+				assert.Regexp(t, `(?m)^attempt 1: status `+status+` in [\dhms.]+ -> part 3 of the answer, still writing$`, got.errOut)
+				assert.Regexp(t, `(?m)^attempt 1: status 200 in [\dhms.]+ -> success: part 4, the end of the answer$`, got.errOut)
+				assert.Equal(t, 1, strings.Count(got.errOut, "-> success"), got.errOut)
+				require.NotEmpty(t, got.sentBefore)
+				assert.Less(t, got.sentBefore[0], len(got.paths), "text printed before the last hop was asked for")
 				assert.Equal(t, "/api/chat", got.paths[0])
 				assert.GreaterOrEqual(t, strings.Count(strings.Join(got.paths, " "), "/api/chat/continue"), 3)
 				want := "application/json"
@@ -104,7 +133,7 @@ func TestStackFollowsALongAnswerThroughAFast503(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				got := askLong(t, long600+" [[sim:status code=503 on=resume times=1 id=c503]]", stream)
 				assert.Equal(t, got.text+"\n", got.out, "the whole answer, once")
-				parts := strings.Count(got.errOut, "still writing, part ")
+				parts := strings.Count(got.errOut, " of the answer, still writing\n")
 				assert.GreaterOrEqual(t, parts, 3, got.errOut)
 				assert.Equal(t, parts+1, strings.Count(strings.Join(got.paths, " "), "/api/chat/continue"), "one continue sent twice")
 			})

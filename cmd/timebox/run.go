@@ -175,18 +175,15 @@ func ask(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	// A long answer comes in hops: each is said on stderr, the answer on
-	// stdout stays one text.
-	onHop := func(hop int) { fmt.Fprintf(stderr, "still writing, part %d\n", hop) }
-	var onDelta func(string)
+	// A long answer comes in hops: each attempt's line on stderr says which
+	// part it was; the answer on stdout is one text, printed as it
+	// arrives: piece by piece streamed, else hop by hop.
 	printed := false
-	if c.stream {
-		onDelta = func(text string) {
-			printed = true
-			fmt.Fprint(stdout, text)
-		}
+	onText := func(text string) {
+		printed = true
+		fmt.Fprint(stdout, text)
 	}
-	res, err := c.client(hc, stderr).Follow(ctx, body, onDelta, onHop)
+	res, err := c.client(hc, stderr).Follow(ctx, body, c.stream, onText)
 	if printed {
 		fmt.Fprintln(stdout) // the answer's line ends, whatever came after it
 	}
@@ -196,9 +193,6 @@ func ask(ctx context.Context, c askConfig, hc *http.Client, stdout, stderr io.Wr
 	var r client.ChatResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
 		return &client.CallError{Status: res.Status, Code: "invalid_response", Message: "The service sent an answer that could not be read.", RequestID: res.Header.Get("x-request-id"), Attempts: res.Attempts, Elapsed: res.Elapsed, Reason: retry.ReasonNotRetryable}
-	}
-	if !c.stream {
-		fmt.Fprintln(stdout, r.Answer)
 	}
 	fmt.Fprintf(stderr, "request id %s, finish %s, upstream attempts %d, server time %s, tokens %d prompt + %d completion\n",
 		r.RequestID, r.FinishReason, r.UpstreamAttempts, time.Duration(r.ElapsedMs)*time.Millisecond, r.Usage.PromptTokens, r.Usage.CompletionTokens)

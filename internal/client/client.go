@@ -44,6 +44,11 @@ type Client struct {
 	// Log gets one line per attempt, and where the server says the last
 	// attempt's time went; nil means no lines.
 	Log io.Writer
+
+	// part is the long answer's part a call asks for (Follow's hop), 0
+	// outside Follow: the attempt's line says a hop that ended before the
+	// answer as the part it is, not as a success.
+	part int
 }
 
 // Result is the answer of a call that succeeded (2xx).
@@ -93,7 +98,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, onD
 			return Result{}, a.streamErr
 		}
 		if a.status >= 200 && a.status < 300 {
-			c.logf("attempt %d: status %d in %s -> success\n", n, a.status, a.elapsed.Round(time.Millisecond))
+			c.logf("attempt %d: status %d in %s -> %s\n", n, a.status, a.elapsed.Round(time.Millisecond), c.outcome(a))
 			return Result{Status: a.status, Header: a.header, Body: a.body, Attempts: n, Elapsed: time.Since(start), Cursor: a.cursor}, nil
 		}
 		now := time.Now()
@@ -113,6 +118,19 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, onD
 			return Result{}, context.Cause(ctx)
 		}
 	}
+}
+
+// outcome is what a 2xx attempt's line says it was: in a long answer, a
+// hop that ended before the answer (a 202, or a stream's continue event)
+// is a part of it; else a success.
+func (c *Client) outcome(a attemptResult) string {
+	switch {
+	case c.part > 0 && (a.status == http.StatusAccepted || a.cursor != ""):
+		return fmt.Sprintf("part %d of the answer, still writing", c.part)
+	case c.part > 1:
+		return fmt.Sprintf("success: part %d, the end of the answer", c.part)
+	}
+	return "success"
 }
 
 func (c *Client) logf(format string, args ...any) {
