@@ -24,7 +24,14 @@ test('usage() reads GET /api/usage', async () => {
   assert.deepEqual(usage, body);
   assert.equal(transport.calls[0].url, 'https://app.example/api/usage');
   assert.equal(transport.calls[0].request.method, 'GET');
-  assert.equal(usageLine(usage), '12,340 of 200,000 tokens used today');
+  assert.equal(usageLine(usage), '12,340 of 200,000 tokens used today, 1,324 held by answers under way');
+});
+
+test('usageLine says the used and the held apart, and the held only when there is some', () => {
+  const day = (used: number, reserved: number) => ({ user: { day: { used, reserved, limit: 2000, resetsAt: '2026-12-02T00:00:00Z' } } });
+  assert.equal(usageLine(day(501, 1499)), '501 of 2,000 tokens used today, 1,499 held by answers under way');
+  assert.equal(usageLine(day(0, 2000)), '0 of 2,000 tokens used today, 2,000 held by answers under way');
+  assert.equal(usageLine(day(501, 0)), '501 of 2,000 tokens used today');
 });
 
 test('usageLine says the tenant month without a user day, and nothing without limits', () => {

@@ -188,11 +188,19 @@ export function usageFailedText(err: unknown): string | undefined {
   return err instanceof TimeboxError && err.code === 'quota_unavailable' ? strings.UsageUnavailable : undefined;
 }
 
-/** "12,340 of 200,000 tokens used today" (the user's day, else the tenant's month); undefined without a limit. */
+/**
+ * "12,340 of 200,000 tokens used today" (the user's day, else the tenant's month); undefined without a limit. Tokens
+ * held by answers under way are said apart (", 1,499 held by answers under way"): a question can be refused for them
+ * before the limit is used.
+ */
 export function usageText(u: Usage): string | undefined {
   const day = u.user?.day;
-  if (day) return format(strings.UsageToday, grouped.format(day.used), grouped.format(day.limit));
+  if (day) return withHeld(format(strings.UsageToday, grouped.format(day.used), grouped.format(day.limit)), day.reserved);
   const month = u.tenant?.month;
-  if (month) return format(strings.UsageThisMonth, grouped.format(month.used), grouped.format(month.limit));
+  if (month) return withHeld(format(strings.UsageThisMonth, grouped.format(month.used), grouped.format(month.limit)), month.reserved);
   return undefined;
+}
+
+function withHeld(line: string, reserved: number): string {
+  return reserved > 0 ? format(strings.UsageHeld, line, grouped.format(reserved)) : line;
 }

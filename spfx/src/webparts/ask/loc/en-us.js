@@ -42,6 +42,7 @@ define([], function () {
     DetailsTruncated: 'material cut to fit the model',
     UsageToday: '{0} of {1} tokens used today',
     UsageThisMonth: '{0} of {1} tokens used this month',
+    UsageHeld: '{0}, {1} held by answers under way',
     UsageUnavailable: 'Token usage is unavailable right now.',
     ShowUsageLabel: 'Show the tokens used of your quota',
     StillWriting: 'still writing, part {0}',

@@ -41,6 +41,7 @@ declare interface IAskWebPartStrings {
   DetailsTruncated: string;
   UsageToday: string;
   UsageThisMonth: string;
+  UsageHeld: string;
   UsageUnavailable: string;
   ShowUsageLabel: string;
   StillWriting: string;

@@ -1,5 +1,5 @@
 import * as React from 'react';
-import type { ChatResponse } from '@timebox/client';
+import type { ChatResponse, Usage } from '@timebox/client';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { setIconOptions } from '@fluentui/react';
 
@@ -389,7 +389,7 @@ describe('the Ask web part and a long answer across hops (streamed)', () => {
 });
 
 describe('the Ask web part and the token quota', () => {
-  const window = (used: number, limit: number) => ({ user: { day: { used, reserved: 0, limit, resetsAt: '2026-12-02T00:00:00Z' } } });
+  const window = (used: number, limit: number, reserved = 0): Usage => ({ user: { day: { used, reserved, limit, resetsAt: '2026-12-02T00:00:00Z' } } });
 
   it('shows the tokens used today, read on load and again after each answer', async () => {
     render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
@@ -407,6 +407,12 @@ describe('the Ask web part and the token quota', () => {
     expect(again.url).toBe('/api/usage');
     again.reply(200, window(12_352, 200_000));
     await waitFor(() => expect(screen.getByTestId('usage').textContent).toBe('12,352 of 200,000 tokens used today'));
+  });
+
+  it('shows the tokens held by answers under way apart from those used', async () => {
+    render(<Ask ask={askOverAad(aadHttpClientFactory(resources), configurationV1, server.url, APP_ID_URI)} tickMs={60_000} showUsage />);
+    (await arrived()).reply(200, window(501, 2_000, 1_499));
+    expect((await screen.findByTestId('usage')).textContent).toBe('501 of 2,000 tokens used today, 1,499 held by answers under way');
   });
 
   it('shows the limit answer at once, in its own words, and never asks again', async () => {
