@@ -10,6 +10,7 @@ dir=tools/azurite
 install() {
   # npm writes node_modules/.package-lock.json on every install: a pull that changed the lock file installs again.
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "azurite: installing Azurite and the Node 22 it runs on from the npm registry into $dir (the first time: about a minute)" >&2
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
   fi
 }

@@ -18,7 +18,7 @@ Azure OpenAI: ${AZURE_OPENAI_ENDPOINT:-?}, deployment ${AZURE_OPENAI_DEPLOYMENT:
 MSG
 else
   cat <<MSG
-Try (the [[sim:...]] directives choose a simulator scenario; see internal/aoaitest/README.md):
+Try (the [[sim:...]] directives choose a simulator scenario; see docs/simulator.md):
   curl -s $API/health
   curl -s $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Count to 10, with a comma between each number, no newlines and a period at the end. E.g., 1, 2, 3, ..."}]}'
   curl -si $API/chat -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:status code=503]] hi"}]}'    # fast 503 -> 503 upstream_unavailable (retryable)
@@ -35,7 +35,8 @@ The OpenAI SDKs' dialect (docs/openai-sdk.md), the same pipeline:
   curl -s http://127.0.0.1:$PORT/openai/v1/models
   curl -s http://127.0.0.1:$PORT/openai/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${AZURE_OPENAI_DEPLOYMENT:-gpt-4o-mini}","messages":[{"role":"user","content":"Say hello."}]}'
 Long answers across hops need a deployment in background mode: AZURE_OPENAI_DEPLOYMENT=o4-mini make run, then
-  go run ./cmd/timebox ask --timeout 15m --url http://127.0.0.1:$PORT "[[sim:long s=600]] Count to 100, with a comma between each number."   # 600 s in hops: "still writing, part 2", 3, ...
-  curl -sN $API/chat -H 'accept: text/event-stream' -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:long s=600]] Count to 100."}]}'   # ends before the budget with event: continue and a cursor; POST it to $API/chat/continue
+  go run ./cmd/timebox ask --attempt-timeout 15s --url http://127.0.0.1:$PORT "[[sim:long s=40]] Count to 100, with a comma between each number."   # a 40 s answer in hops of about 11 s: "part 1 of the answer, still writing", 2, 3, then the end; the text as it comes
+  curl -sN $API/chat -H 'accept: text/event-stream' -H 'x-client-timeout-ms: 15000' -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"[[sim:long s=40]] Count to 100."}]}'   # ends after 11 s with event: continue and a cursor; POST it to $API/chat/continue
+  (x-client-timeout-ms, or --attempt-timeout, makes each hop short; without it a hop lasts the budget, 200 s)
 MSG
 fi

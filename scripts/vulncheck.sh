@@ -20,6 +20,7 @@ if [ -z "$db" ]; then
       echo "vulncheck: skipped: the Go module proxy did not give $vulndb: $json" >&2
       exit 0
     fi
+    echo "vulncheck: indexing the Go vulnerability database into $dir (the first time only: 1-3 min on 2 cores)"
     src="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
     rm -rf "$dir" && mkdir -p "$dir"
     go run "golang.org/x/vulndb/cmd/indexdb@${vulndb#*@}" -vulns "$src/data/osv" -out "$dir"
@@ -28,5 +29,6 @@ if [ -z "$db" ]; then
 fi
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
+echo "vulncheck: govulncheck of every package (builds it the first time; about a minute on 2 cores)"
 go run "$govulncheck" -db "$db" -format json ./... >"$out"
 go run ./scripts/vulncheck <"$out"

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,13 +52,26 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // caller's synctest bubble.
 func askLong(t *testing.T, question string, stream bool) longAsk {
 	t.Helper()
+	args := []string{"ask"}
+	if stream {
+		args = append(args, "--stream")
+	}
+	return runLong(t, "o3", aoaitest.Options{}, append(args, "--url", "http://app.test", question))
+}
+
+// runLong runs timebox with args against the whole stack on deployment (a
+// model in background mode), its simulator shaped by opts, in virtual time
+// inside the caller's synctest bubble.
+func runLong(t *testing.T, deployment string, opts aoaitest.Options, args []string) longAsk {
+	t.Helper()
 	const key = "sim-key"
 	settings := map[string]string{
-		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": "o3", "AZURE_OPENAI_API_KEY": key,
+		"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:8081", "AZURE_OPENAI_DEPLOYMENT": deployment, "AZURE_OPENAI_API_KEY": key,
 	}
 	cfg, err := config.Load(func(k string) string { return settings[k] })
 	require.NoError(t, err)
-	sim := aoaitest.New(aoaitest.Options{APIKey: key, Deployments: []string{"o3"}})
+	opts.APIKey, opts.Deployments = key, []string{deployment}
+	sim := aoaitest.New(opts)
 	_, simClient := memnet.Serve(t, sim)
 	t.Cleanup(sim.Close)
 	a, err := app.New(cfg, app.Seams{Version: "test", Upstream: simClient})
@@ -72,11 +89,6 @@ func askLong(t *testing.T, question string, stream bool) longAsk {
 		paths, media = append(paths, r.URL.Path), append(media, typ)
 		mu.Unlock()
 	}))
-	args := []string{"ask"}
-	if stream {
-		args = append(args, "--stream")
-	}
-	args = append(args, "--url", "http://app.test", question)
 	out := &countingWriter{sent: func() int { mu.Lock(); defer mu.Unlock(); return started }}
 	var errOut bytes.Buffer
 	err = runWith(t.Context(), args, noEnv, out, &errOut, hc)
@@ -139,4 +151,80 @@ func TestStackFollowsALongAnswerThroughAFast503(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The long-answer recipe make run prints (scripts/examples.sh, under
+// AZURE_OPENAI_DEPLOYMENT=o4-mini) shows its hops within a minute: run as
+// printed, against the simulator paced as make run paces it, it takes
+// under a minute, in three parts or more, the first said within 15 s.
+func TestMakeRunsLongAnswerRecipeShowsHopsWithinAMinute(t *testing.T) {
+	_, err := os.ReadFile("../../scripts/examples.sh") // go test's cache then knows the script
+	require.NoError(t, err)
+	cmd := exec.Command("bash", "../../scripts/examples.sh", "http://127.0.0.1:7071/api", "7071", "simulator")
+	cmd.Env = append(os.Environ(), "AZURE_OPENAI_DEPLOYMENT=o4-mini")
+	printed, err := cmd.Output()
+	require.NoError(t, err)
+	var recipe string
+	for line := range strings.Lines(string(printed)) {
+		if strings.Contains(line, "go run ./cmd/timebox ask") && strings.Contains(line, "[[sim:long") {
+			recipe, _, _ = strings.Cut(line, "   #")
+		}
+	}
+	require.NotEmpty(t, recipe, "make run prints a long-answer recipe for the CLI")
+	words := shellWords(t, strings.TrimSpace(recipe))
+	require.Equal(t, []string{"go", "run", "./cmd/timebox", "ask"}, words[:4])
+	args := words[3:]
+	for i := range args {
+		if args[i] == "--url" {
+			args[i+1] = "http://app.test"
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		got := runLong(t, "o4-mini", aoaitest.Options{TimeToFirstToken: 400 * time.Millisecond, PerToken: 15 * time.Millisecond}, args)
+		took := time.Since(start)
+		assert.Less(t, took, time.Minute, "the whole answer within a minute")
+		parts := strings.Count(got.errOut, " of the answer, still writing\n")
+		assert.GreaterOrEqual(t, parts, 2, got.errOut)
+		assert.Equal(t, got.text+"\n", got.out, "the whole answer, once")
+		m := regexp.MustCompile(`attempt 1: status 202 in ([\dhms.]+) -> part 1 of the answer`).FindStringSubmatch(got.errOut)
+		require.NotNil(t, m, got.errOut)
+		first, err := time.ParseDuration(m[1])
+		require.NoError(t, err)
+		assert.Less(t, first, 15*time.Second, "the first part said within 15 s")
+	})
+}
+
+// shellWords splits a command line as bash would for plain words and
+// single- or double-quoted ones (no expansions: the line was printed
+// with them done).
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var word strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ':
+			if inWord {
+				words, inWord = append(words, word.String()), false
+				word.Reset()
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	require.Zero(t, quote, "quotes closed: %s", line)
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
 }
