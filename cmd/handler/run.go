@@ -103,6 +103,11 @@ func serve(ctx context.Context, ln net.Listener, cfg config.Config, a *app.App) 
 	if err := shutdown(srv, open, cfg.Budget+budget.AnswerGrace, a.Lingering); err != nil {
 		return err
 	}
+	// Every request has settled (or its hold lapses): the month's leased
+	// room goes back.
+	if err := a.Release(context.WithoutCancel(ctx)); err != nil {
+		logger.Warn("quota leases not released: they lapse and are charged whole", "error", err.Error())
+	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -252,6 +252,9 @@ func (s *server) logRequest(r *http.Request, rec *record, status int) {
 		attrs = append(attrs, slog.String("quota", rec.quota))
 		if bl.hold != nil {
 			attrs = append(attrs, slog.Int64("quotaReserved", bl.hold.res.Tokens))
+			if n := bl.hold.res.Retries(); n > 0 {
+				attrs = append(attrs, slog.Int64("quotaRetries", n))
+			}
 		}
 	}
 	if bodyFrom(ctx).unread() {

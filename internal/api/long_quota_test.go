@@ -73,11 +73,12 @@ func doneOf(t *testing.T, ans streamed) api.ChatResponse {
 }
 
 // ledgerOf is the ledger row of the request id, as an admin reads it
-// (the anonymous tenant's month of the bubble's clock, 2000-01).
+// (the anonymous user's partition in the anonymous tenant's month of the
+// bubble's clock, 2000-01).
 func ledgerOf(t *testing.T, az *azuritetest.Server, table string, requestID any) map[string]any {
 	t.Helper()
 	id, _ := requestID.(string)
-	resp, err := az.Table(t, cmp.Or(table, "timeboxusage")).GetEntity(context.Background(), "anonymous_2000-01", "req_"+id, nil)
+	resp, err := az.Table(t, cmp.Or(table, "timeboxusage")).GetEntity(context.Background(), "anonymous_2000-01_anonymous", "req_"+id, nil)
 	require.NoError(t, err)
 	var row map[string]any
 	require.NoError(t, json.Unmarshal(resp.Value, &row))

@@ -83,7 +83,24 @@ type App struct {
 	// the server's shutdown waits for them after http.Server.Shutdown.
 	Lingering *api.Lingering
 
-	chat *aoai.Client
+	chat  *aoai.Client
+	quota *quota.Store // nil without quotas
+}
+
+// releaseTimeout bounds Release: a lease write is a few store calls.
+const releaseTimeout = 5 * time.Second
+
+// Release gives back, as the instance stops, the room its leases of
+// tenants' months hold (quota.Store.Release), so that it neither sits idle
+// for other instances nor lapses to be charged whole. It returns within
+// releaseTimeout; without quotas it does nothing.
+func (a *App) Release(ctx context.Context) error {
+	if a.quota == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	return a.quota.Release(ctx)
 }
 
 // signInTimeout bounds CheckSignIn's token attempt: a sign-in that takes
@@ -137,12 +154,13 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		return nil, err
 	}
 	var quotas api.Quota
+	var store *quota.Store
 	if cfg.Quota.Endpoint != nil {
 		q, err := quotaStore(cfg, seams)
 		if err != nil {
 			return nil, err
 		}
-		quotas = q
+		quotas, store = q, q
 	}
 	var extractor api.Extractor = extract.Extractor{}
 	if seams.Extractor != nil {
@@ -201,7 +219,7 @@ func New(cfg config.Config, seams Seams) (*App, error) {
 		}),
 		Extractor: extractor,
 	})
-	return &App{Handler: h, Logger: logger, Lingering: lingering, chat: chat}, nil
+	return &App{Handler: h, Logger: logger, Lingering: lingering, chat: chat, quota: store}, nil
 }
 
 // upstream builds the Azure OpenAI client over the pool of cfg.Backends:

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,16 +109,21 @@ func (c *counter) lapse(now time.Time) {
 // free is what is left of the window at now.
 func (c *counter) free(now time.Time) int64 { return c.size - c.used - c.held(now) }
 
-// counters are the windows a request of oid in tid at now counts against.
+// counters are the rows of the windows a request of oid at now counts
+// against in its batch: the user's day. (The tenant's month is counted
+// through the instance's lease of it, lease.go.)
 func (s *Store) counters(oid string, now time.Time) []*counter {
-	var out []*counter
-	if s.userDay > 0 {
-		out = append(out, &counter{row: dayRow(oid, now), limit: UserDay, size: s.userDay, reset: resetOf(UserDay, now)})
+	if s.userDay <= 0 {
+		return nil
 	}
-	if s.tenantMon > 0 {
-		out = append(out, &counter{row: monthRow, limit: TenantMonth, size: s.tenantMon, reset: resetOf(TenantMonth, now)})
-	}
-	return out
+	return []*counter{{row: dayRow(oid, now), limit: UserDay, size: s.userDay, reset: resetOf(UserDay, now)}}
+}
+
+// clone is a copy of c that a write can change.
+func (c *counter) clone() *counter {
+	d := *c
+	d.holds = maps.Clone(c.holds)
+	return &d
 }
 
 // entity is c's row as written at now, the time it was read at (read):

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -100,9 +101,16 @@ type Store struct {
 	// local is a loopback endpoint (Azurite), where the table is created
 	// when missing; in Azure the deployment template creates it.
 	local bool
-	// calls counts the store's HTTP requests, conflicts the batches
-	// refused because another writer came first (benchmarks report them).
-	calls, conflicts atomic.Int64
+	// calls counts the store's HTTP requests, conflicts the writes
+	// refused because another writer came first, retries the calls tried
+	// again (benchmarks report them).
+	calls, conflicts, retries atomic.Int64
+	// tryTimeout bounds one try of a store call, within the step's
+	// deadline: a call that hangs is tried again.
+	tryTimeout time.Duration
+	// instance names this store's leases of tenant months.
+	instance string
+	leases   leases
 	// turns lets one write of a partition at a time out of this instance.
 	turns turns
 }
@@ -130,10 +138,24 @@ func New(o Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.tryTimeout = s.step / 4
+	s.instance = newTag()
 	opts := &aztables.ClientOptions{}
-	// The store's own retries are off: a store that does not answer is
-	// answered 503 at once (the client retries), not waited on.
-	opts.Retry.MaxRetries = -1
+	// Table Storage asks for a retry with 503 ServerBusy (a partition or
+	// account past its scalability target) and 500 OperationTimedOut
+	// (Learn: "Table Storage error codes"): a read is tried again with
+	// azcore's backoff, each try bounded, within the step's deadline. A
+	// write is tried again by the store's own loop, which first reads
+	// whether it went in (try, retryAfter).
+	opts.Retry = policy.RetryOptions{
+		MaxRetries:    8,
+		TryTimeout:    s.tryTimeout,
+		RetryDelay:    20 * time.Millisecond,
+		MaxRetryDelay: 500 * time.Millisecond,
+		StatusCodes:   []int{http.StatusInternalServerError, http.StatusServiceUnavailable},
+	}
+	opts.PerCallPolicies = []policy.Policy{markTries{}}
+	opts.PerRetryPolicies = []policy.Policy{countTries{s: s}}
 	next := o.Transport
 	if next == nil {
 		next = newTransport()
@@ -162,6 +184,9 @@ func New(o Options) (*Store, error) {
 
 // Calls is how many HTTP requests the store has made.
 func (s *Store) Calls() int64 { return s.calls.Load() }
+
+// Retries is how many of the store's calls were tried again (Reservation.Retries).
+func (s *Store) Retries() int64 { return s.retries.Load() }
 
 // Conflicts is how many of the store's batches were refused because
 // another writer had changed a row since it was read.
@@ -206,10 +231,62 @@ type Reservation struct {
 
 	at        time.Time // when it was taken: its windows' time
 	oid       string    // whose it is, as its ledger row says
-	partition string
+	partition string    // the user's
 	ledger    string
 	counters  []string // row keys
 	hold      string   // the counters' property that holds it
+	tenant    string   // the tenant month's partition; "" without a month limit
+	tag       string   // its ledger row's Tag, written by its reservation
+	leased    int64    // the tokens its hold took from this instance's lease (0: another's)
+	// written is its rows as its last write left them, with their ETags:
+	// the next write of it needs no read while they are current.
+	written atomic.Pointer[written]
+	// retries counts the store calls of it tried again.
+	retries atomic.Int64
+}
+
+// Retries is how many of the store's calls for the reservation, its
+// reservation and its settlement so far, were tried again because the
+// store answered 503 ServerBusy or 500 OperationTimedOut, or did not
+// answer in time.
+func (r *Reservation) Retries() int64 { return r.retries.Load() }
+
+// written is a reservation's rows as a write left them.
+type written struct {
+	counters []*counter
+	ledger   ledger
+}
+
+// remember keeps the rows as a write left them, when the store's answer
+// gave their new ETags (etags: one per row, counters then the ledger).
+func (r *Reservation) remember(counters []*counter, l ledger, etags []azcore.ETag) {
+	if len(etags) != len(counters)+1 {
+		r.written.Store(nil)
+		return
+	}
+	w := &written{ledger: l}
+	for i, c := range counters {
+		c = c.clone()
+		c.found, c.etag = true, etags[i]
+		w.counters = append(w.counters, c)
+	}
+	w.ledger.found, w.ledger.etag = true, etags[len(counters)]
+	r.written.Store(w)
+}
+
+// recall is the reservation's rows as its last write left them (copies
+// to change), and whether they are known; once: a write that fails
+// reads them again.
+func (r *Reservation) recall() ([]*counter, ledger, bool) {
+	w := r.written.Swap(nil)
+	if w == nil {
+		return make([]*counter, len(r.counters)), ledger{}, false
+	}
+	out := make([]*counter, len(w.counters))
+	for i, c := range w.counters {
+		out[i] = c.clone()
+	}
+	return out, w.ledger, true
 }
 
 // Billed is what a request cost, as Azure OpenAI billed it.
@@ -310,7 +387,11 @@ func (b Billed) estimate(l *ledger, now time.Time) int64 {
 func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) {
 	step, cancel := budget.Step(ctx, StepName, OpReserve, s.step)
 	defer cancel()
-	res, err := s.reserve(step, req)
+	var retries atomic.Int64
+	res, err := s.reserve(context.WithValue(step, retriesKey{}, &retries), req)
+	if res != nil {
+		res.retries.Add(retries.Load())
+	}
 	return res, classify(ctx, step, OpReserve, err)
 }
 
@@ -324,7 +405,7 @@ func (s *Store) Reserve(ctx context.Context, req Request) (*Reservation, error) 
 func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
 	step, cancel := budget.Step(context.WithoutCancel(ctx), StepName, OpSettle, s.step)
 	defer cancel()
-	return classify(step, step, OpSettle, s.settle(step, res, b))
+	return classify(step, step, OpSettle, s.settle(context.WithValue(step, retriesKey{}, &res.retries), res, b))
 }
 
 // ChargeHop charges res's windows what a long answer's hop that handed out
@@ -338,7 +419,7 @@ func (s *Store) Settle(ctx context.Context, res *Reservation, b Billed) error {
 func (s *Store) ChargeHop(ctx context.Context, res *Reservation, hop int, seen Seen) error {
 	step, cancel := budget.Step(context.WithoutCancel(ctx), StepName, OpCharge, s.step)
 	defer cancel()
-	return classify(step, step, OpCharge, s.chargeHop(step, res, hop, seen))
+	return classify(step, step, OpCharge, s.chargeHop(context.WithValue(step, retriesKey{}, &res.retries), res, hop, seen))
 }
 
 // Window is one window's tokens.

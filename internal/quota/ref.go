@@ -29,12 +29,11 @@ var ErrBadRef = errors.New("quota: not a reservation ref")
 // release a hold for less than it held.
 func (r *Reservation) Ref() string {
 	var windows string
-	for _, row := range r.counters {
-		if row == monthRow {
-			windows += "m"
-		} else {
-			windows += "d"
-		}
+	for range r.counters {
+		windows += "d"
+	}
+	if r.tenant != "" {
+		windows += "m"
 	}
 	if chargedOnLapse(r.hold) {
 		windows += "b"
@@ -67,7 +66,7 @@ func ParseRef(ref, oid, tid string) (*Reservation, error) {
 	at := time.Unix(n[0], 0).UTC()
 	r := &Reservation{
 		ID: parts[5], Tokens: n[2], Expires: time.Unix(n[1], 0).UTC(),
-		at: at, oid: oid, partition: partitionKey(tid, at), ledger: ledgerRow(parts[5]),
+		at: at, oid: oid, partition: userPartition(tid, oid, at), ledger: ledgerRow(parts[5]),
 	}
 	windows, chargeOnLapse := strings.CutSuffix(parts[4], "b")
 	r.hold = holdName(r.Expires, chargeOnLapse)
@@ -76,7 +75,7 @@ func ParseRef(ref, oid, tid string) (*Reservation, error) {
 		case 'd':
 			r.counters = append(r.counters, dayRow(oid, at))
 		case 'm':
-			r.counters = append(r.counters, monthRow)
+			r.tenant = tenantPartition(tid, at)
 		default:
 			return nil, ErrBadRef
 		}

@@ -16,36 +16,83 @@ const (
 	stateSettled  = "settled"
 )
 
-func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) {
+func (s *Store) reserve(ctx context.Context, req Request) (res *Reservation, err error) {
 	now := s.now()
-	res := &Reservation{
+	res = &Reservation{
 		ID:        req.ID,
 		Expires:   req.Deadline.Add(Grace),
 		at:        now,
 		oid:       req.OID,
-		partition: partitionKey(req.TID, now),
+		partition: userPartition(req.TID, req.OID, now),
 		ledger:    ledgerRow(req.ID),
+		tag:       newTag(),
 	}
 	res.hold = holdName(res.Expires, req.ChargeOnLapse)
 	counters := s.counters(req.OID, now)
 	for _, c := range counters {
 		res.counters = append(res.counters, c.row)
 	}
+	if s.tenantMon > 0 {
+		res.tenant = tenantPartition(req.TID, now)
+	}
 	release, err := s.turns.take(ctx, res.partition)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// month is what the reservation took from the tenant month's lease:
+	// given back unless the reservation is written.
+	var month int64
+	tenant, hold := res.tenant, res.hold
+	defer func() {
+		if err != nil && month > 0 {
+			s.giveMonth(tenant, hold, month, month, now)
+		}
+	}()
+	prompt, least := int64(req.Prompt), int64(min(s.minAnswer, req.MaxCompletion))
+	// lookup is set once a batch may have gone in without its answer
+	// coming back (or its ledger row is there already): the ledger row is
+	// read with the counters, and tells.
+	lookup := false
 	for attempt := 0; ; attempt++ {
-		now, err := s.read(ctx, res.partition, counters, nil)
-		if err != nil {
-			return nil, err
+		var l ledger
+		if len(counters) > 0 || lookup {
+			var lr *ledgerRead
+			if lookup {
+				lr = &ledgerRead{row: res.ledger, into: &l}
+			}
+			if now, err = s.read(ctx, res.partition, counters, lr); err != nil {
+				return nil, err
+			}
+		}
+		if l.found {
+			if l.tag != res.tag {
+				return nil, ErrDuplicate
+			}
+			// An earlier attempt of this reservation went in.
+			res.leased = month
+			return res, nil
 		}
 		completion, err := s.fit(counters, req, now)
 		if err != nil {
 			return nil, err
 		}
-		res.Completion, res.Tokens = completion, int64(req.Prompt)+int64(completion)
+		if res.tenant != "" {
+			switch want := prompt + int64(completion); {
+			case month == 0:
+				c, err := s.takeMonth(ctx, res.tenant, res.hold, prompt, int64(completion), least, now)
+				if err != nil {
+					return nil, err
+				}
+				completion, month = int(c), prompt+c
+			case want < month:
+				s.giveMonth(res.tenant, res.hold, month-want, month-want, now)
+				month = want
+			default:
+				completion = int(month - prompt)
+			}
+		}
+		res.Completion, res.Tokens = completion, prompt+int64(completion)
 		var actions []aztables.TransactionAction
 		for _, c := range counters {
 			if c.holds == nil {
@@ -66,24 +113,33 @@ func (s *Store) reserve(ctx context.Context, req Request) (*Reservation, error) 
 			"Reserved":      aztables.EDMInt64(res.Tokens),
 			"ReservedAt":    aztables.EDMDateTime(now.UTC()),
 			"ExpiresAt":     aztables.EDMDateTime(res.Expires.UTC()),
+			"Tag":           res.tag,
 		}
 		if req.ChargeOnLapse {
 			row["ChargeOnLapse"] = true
 		}
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: marshal(res.partition, res.ledger, row)})
-		err = s.submit(ctx, actions)
+		etags, err := s.submit(ctx, actions)
 		var c *conflict
 		switch {
 		case err == nil:
+			l = ledger{found: true, state: stateReserved, oid: req.OID, prompt: prompt, reservedAt: now, tag: res.tag}
+			res.remember(counters, l, etags)
+			res.leased = month
 			return res, nil
 		case errors.As(err, &c) && c.index == len(actions)-1:
-			return nil, ErrDuplicate
+			// The ledger row is there: this reservation's, written by an
+			// attempt whose answer was lost, or another request's.
+			lookup = true
 		case errors.As(err, &c):
 			if err := backoff(ctx, attempt); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, err
+			if err := s.retryAfter(ctx, err, attempt); err != nil {
+				return nil, err
+			}
+			lookup = true
 		}
 	}
 }
@@ -138,6 +194,25 @@ type ledger struct {
 	hop                    int
 	received               int64
 	reservedAt, receivedAt time.Time
+	// tag is the reservation's own mark, which tells its row from
+	// another request's of the same id; mark is its last write's.
+	tag, mark string
+}
+
+// read takes in what a write of row set.
+func (l *ledger) read(row map[string]any) {
+	if v, ok := row["State"].(string); ok {
+		l.state = v
+	}
+	if v, ok := row["ChargedHop"].(int32); ok {
+		l.hop = int(v)
+	}
+	if v, ok := row["Received"]; ok {
+		l.received = integer(v)
+	}
+	if v, ok := row["ReceivedAt"]; ok {
+		l.receivedAt = instant(v)
+	}
 }
 
 // update is one write of a reservation, given its ledger row as read at
@@ -176,28 +251,48 @@ func (s *Store) chargeHop(ctx context.Context, res *Reservation, hop int, seen S
 // another writer came first. Nothing is written for a reservation settled
 // already.
 func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
-	counters := make([]*counter, len(res.counters))
-	for i, row := range res.counters {
-		// The size and window of the row are the store's; only the
-		// row's values are read.
-		counters[i] = &counter{row: row, size: s.sizeOf(row)}
-	}
 	release, err := s.turns.take(ctx, res.partition)
 	if err != nil {
 		return err
 	}
 	defer release()
+	// mark tells this write's ledger row from another's, when its answer
+	// was lost and the row is read again.
+	mark := newTag()
 	for attempt := 0; ; attempt++ {
-		var l ledger
-		now, err := s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l})
-		if err != nil {
-			return err
+		var now time.Time
+		counters, l, written := res.recall()
+		if !written {
+			// The rows as the reservation's last write left them are not
+			// known, or another writer has written since: read them.
+			for i, row := range res.counters {
+				// The size and window of the row are the store's; only
+				// the row's values are read.
+				counters[i] = &counter{row: row, size: s.userDay}
+			}
+			if now, err = s.read(ctx, res.partition, counters, &ledgerRead{row: res.ledger, into: &l}); err != nil {
+				return err
+			}
+		} else {
+			now = s.now()
+			for _, c := range counters {
+				c.lapse(now)
+			}
 		}
 		switch {
 		case !l.found || l.oid != res.oid:
 			// Not there, or another user's: nothing of it is settled.
 			return errUnknownReservation
+		case l.state == stateSettled && l.mark == mark:
+			// This settlement went in, its answer lost.
+			s.settledMonth(res, l.charged, now)
+			return nil
 		case l.state == stateSettled:
+			if res.tenant != "" && res.leased > 0 {
+				// Settled on another instance: its hold here ends.
+				s.giveMonth(res.tenant, res.hold, 0, res.leased, now)
+				res.leased = 0
+			}
 			return nil
 		}
 		live := holdLive(res.hold, now)
@@ -240,21 +335,44 @@ func (s *Store) apply(ctx context.Context, res *Reservation, u update) error {
 			actions = append(actions, c.action(res.partition, now))
 		}
 		row["Charged"] = aztables.EDMInt64(l.charged + charged)
+		row["Mark"] = mark
 		etag := l.etag
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeUpdateMerge, IfMatch: &etag, Entity: marshal(res.partition, res.ledger, row)})
-		err = s.submit(ctx, actions)
+		etags, err := s.submit(ctx, actions)
 		var c *conflict
 		switch {
 		case err == nil:
+			l.charged += charged
+			l.read(row)
+			res.remember(counters, l, etags)
+			if releaseAll {
+				s.settledMonth(res, l.charged, now)
+			}
 			return nil
 		case errors.As(err, &c):
 			if err := backoff(ctx, attempt); err != nil {
 				return err
 			}
 		default:
-			return err
+			// Whether it went in is not known: the ledger row, read
+			// again, says (a settled row is not settled twice, a hop
+			// charged is not charged twice).
+			if err := s.retryAfter(ctx, err, attempt); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// settledMonth gives back to the tenant month what res held and its
+// settlement did not charge: the month counted the whole hold from its
+// reservation.
+func (s *Store) settledMonth(res *Reservation, charged int64, now time.Time) {
+	if res.tenant == "" {
+		return
+	}
+	s.giveMonth(res.tenant, res.hold, res.Tokens-charged, res.leased, now)
+	res.leased = 0
 }
 
 // settledRow is what a settlement writes to the ledger row (l as read at
@@ -283,31 +401,33 @@ func settledRow(b Billed, l *ledger, now time.Time) map[string]any {
 	return row
 }
 
-// sizeOf is the limit of a counter's row.
-func (s *Store) sizeOf(row string) int64 {
-	if row == monthRow {
-		return s.tenantMon
-	}
-	return s.userDay
-}
-
 func (s *Store) usage(ctx context.Context, oid, tid string) (Usage, error) {
 	now := s.now()
-	counters := s.counters(oid, now)
-	at, err := s.read(ctx, partitionKey(tid, now), counters, nil)
-	if err != nil {
-		return Usage{}, err
-	}
 	var u Usage
-	for _, c := range counters {
-		w := &Window{Used: c.used, Reserved: c.held(at), Limit: c.size, ResetsAt: c.reset}
-		if c.limit == UserDay {
-			u.UserDay = w
-		} else {
-			u.TenantMonth = w
-		}
+	g, gctx := errgroup.WithContext(ctx)
+	if s.userDay > 0 {
+		g.Go(func() error {
+			counters := s.counters(oid, now)
+			at, err := s.read(gctx, userPartition(tid, oid, now), counters, nil)
+			if err != nil {
+				return err
+			}
+			c := counters[0]
+			u.UserDay = &Window{Used: c.used, Reserved: c.held(at), Limit: c.size, ResetsAt: c.reset}
+			return nil
+		})
 	}
-	return u, nil
+	if s.tenantMon > 0 {
+		g.Go(func() error {
+			used, held, err := s.monthUsage(gctx, tenantPartition(tid, now))
+			if s.local && isCode(err, aztables.TableNotFound) {
+				err = nil // no table yet: nothing counted
+			}
+			u.TenantMonth = &Window{Used: used, Reserved: held, Limit: s.tenantMon, ResetsAt: resetOf(TenantMonth, now)}
+			return err
+		})
+	}
+	return u, g.Wait()
 }
 
 // ledgerRead asks read for a ledger row too.
@@ -368,6 +488,8 @@ func (s *Store) readOnce(ctx context.Context, partition string, counters []*coun
 			if found {
 				p := e.Properties
 				l.into.state, _ = p["State"].(string)
+				l.into.tag, _ = p["Tag"].(string)
+				l.into.mark, _ = p["Mark"].(string)
 				l.into.oid, _ = p["Oid"].(string)
 				l.into.prompt, l.into.charged = integer(p["CountedPrompt"]), integer(p["Charged"])
 				l.into.hop, l.into.received = int(integer(p["ChargedHop"])), integer(p["Received"])

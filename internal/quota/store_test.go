@@ -164,7 +164,7 @@ func TestLedgerRowPerRequest(t *testing.T) {
 
 	// What an admin's query reads: the tenant's month, one user's rows.
 	table := f.az.Table(t, f.opts.Table)
-	filter := "PartitionKey eq 'tenant-1_2026-12' and Oid eq 'user-1'"
+	filter := "PartitionKey ge 'tenant-1_2026-12_' and PartitionKey lt 'tenant-1_2026-12`' and Oid eq 'user-1'"
 	pager := table.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var rows []map[string]any
 	for pager.More() {
@@ -261,6 +261,7 @@ func TestConcurrentReservationsNeverExceedTheLimit(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	release(t, instances...)
 	u, err := instances[0].Usage(ctx, "user-1", "tenant-1")
 	require.NoError(t, err)
 	assert.EqualValues(t, 50, granted.Load()+refused.Load(), "every request is granted or refused")
@@ -441,6 +442,7 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, other.Settle(ctx, again, quota.Billed{Prompt: 300, Completion: 700, Status: 200, ResponseID: "resp_1", Hop: 3, Outcome: "completed"}))
 	require.NoError(t, first.Settle(ctx, res, quota.Billed{Prompt: 300, Completion: 1024, Status: 200}))
+	release(t, first, other)
 	u, err = first.Usage(ctx, "user-1", "tenant-1")
 	require.NoError(t, err)
 	assert.Equal(t, quota.Window{Used: 1000, Limit: 10_000, ResetsAt: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, *u.UserDay, "charged once")
@@ -459,6 +461,16 @@ func TestSettleByRefOnAnotherInstance(t *testing.T) {
 	}
 }
 
+// release folds the stores' leases of tenant months into the table (a
+// store's tick does it within seconds): what another instance reads of a
+// tenant's month is then all that was settled.
+func release(t *testing.T, stores ...*quota.Store) {
+	t.Helper()
+	for _, s := range stores {
+		require.NoError(t, s.Release(t.Context()))
+	}
+}
+
 // userDay is user-1's day in tenant-1, as s reads it now.
 func userDay(t *testing.T, s *quota.Store) quota.Window {
 	t.Helper()
@@ -470,7 +482,7 @@ func userDay(t *testing.T, s *quota.Store) quota.Window {
 // ledgerRow is the ledger row of id, as an admin reads it.
 func ledgerRow(t *testing.T, f *fixture, id string) map[string]any {
 	t.Helper()
-	row, err := f.az.Table(t, f.opts.Table).GetEntity(t.Context(), "tenant-1_2026-12", "req_"+id, nil)
+	row, err := f.az.Table(t, f.opts.Table).GetEntity(t.Context(), "tenant-1_2026-12_user-1", "req_"+id, nil)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(row.Value, &m))

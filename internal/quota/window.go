@@ -49,11 +49,16 @@ func resetOf(l Limit, t time.Time) time.Time {
 	return monthOf(t).AddDate(0, 1, 0)
 }
 
-// The table's keys. One partition per tenant and month holds the tenant's
-// month counter, its users' day counters of that month, and a ledger row per
-// request: a day lies within its month, so one request's counters and its
-// ledger row are always in one partition, which is what lets one batch
-// (atomic within a partition) reserve or settle against both limits.
+// The table's keys. A user's partition, one per tenant, month and user,
+// holds the user's day counters of that month and a ledger row per
+// request: a day lies within its month, so one request's day counter and
+// its ledger row are always in one partition, which is what lets one batch
+// (atomic within a partition) reserve or settle it. The tenant's
+// partition, one per tenant and month, holds the tenant's month counter
+// and the instances' leases of it (lease.go): it is written once per lease,
+// not once per request, so one tenant's questions spread over as many
+// partitions as it has users (Table Storage's scalability target is 2,000
+// entity operations a second per partition).
 const (
 	monthRow     = "month"
 	dayRowPrefix = "day_"
@@ -62,9 +67,15 @@ const (
 	anonymous = "anonymous"
 )
 
-// partitionKey is the partition of tenant tid's month holding t.
-func partitionKey(tid string, t time.Time) string {
+// tenantPartition is the partition of tenant tid's month holding t.
+func tenantPartition(tid string, t time.Time) string {
 	return key(orAnonymous(tid)) + "_" + monthOf(t).Format("2006-01")
+}
+
+// userPartition is the partition of user oid of tenant tid in t's month:
+// the tenant's partition key, "_" and the user's.
+func userPartition(tid, oid string, t time.Time) string {
+	return tenantPartition(tid, t) + "_" + key(orAnonymous(oid))
 }
 
 // dayRow is the row of user oid's counter for t's UTC day.

@@ -103,6 +103,7 @@ func run(ctx context.Context, c config) error {
 type tally struct {
 	mu              sync.Mutex
 	reserve, settle []time.Duration
+	calls           []int64 // store calls on each question's path
 	granted         int64
 	refused         int64
 	errs            map[string]int
@@ -145,7 +146,7 @@ func phase(ctx context.Context, c config, endpoint *url.URL, table string, tenan
 		return fmt.Errorf("warm up: %w", err)
 	}
 	ops.reset()
-	calls0, conflicts0 := sum(stores, (*quota.Store).Calls), sum(stores, (*quota.Store).Conflicts)
+	calls0, conflicts0, retries0 := sum(stores, (*quota.Store).Calls), sum(stores, (*quota.Store).Conflicts), sum(stores, (*quota.Store).Retries)
 
 	t := &tally{errs: map[string]int{}, settled: map[string]int64{}}
 	start := time.Now()
@@ -165,6 +166,7 @@ func phase(ctx context.Context, c config, endpoint *url.URL, table string, tenan
 	wg.Wait()
 	elapsed := time.Since(start)
 	calls, conflicts := sum(stores, (*quota.Store).Calls)-calls0, sum(stores, (*quota.Store).Conflicts)-conflicts0
+	retries := sum(stores, (*quota.Store).Retries) - retries0
 	hot, all := ops.hottest()
 
 	label := "one tenant"
@@ -176,7 +178,7 @@ func phase(ctx context.Context, c config, endpoint *url.URL, table string, tenan
 	fmt.Printf("  reservations/s   %.0f (%d granted, %d refused as exceeded, in %.1f s)\n", float64(t.granted)/elapsed.Seconds(), t.granted, t.refused, elapsed.Seconds())
 	fmt.Printf("  reserve p50/p99  %s / %s\n", pct(t.reserve, 50), pct(t.reserve, 99))
 	fmt.Printf("  settle p50/p99   %s / %s\n", pct(t.settle, 50), pct(t.settle, 99))
-	fmt.Printf("  store calls      %.1f per reservation; ETag conflicts %.2f per reservation\n", per(calls), per(conflicts))
+	fmt.Printf("  store calls      %.1f per reservation (p50: %d); ETag conflicts %.2f, retries %.2f per reservation\n", per(calls), pctInt(t.calls, 50), per(conflicts), per(retries))
 	fmt.Printf("  entity ops/s     %.0f in the hottest partition (target 2,000), %.0f in all (target 20,000)\n", float64(hot)/elapsed.Seconds(), float64(all)/elapsed.Seconds())
 	errs := "0"
 	if len(t.errs) > 0 {
@@ -184,9 +186,14 @@ func phase(ctx context.Context, c config, endpoint *url.URL, table string, tenan
 	}
 	fmt.Printf("  errors           %s\n", errs)
 
-	// Final usage, read once every hold has lapsed or settled: what each
-	// tenant's window says against its limit and against what the
-	// callers settled.
+	// Final usage, once every store has folded its leases in (as an
+	// instance that stops does): what each tenant's window says against
+	// its limit and against what the callers settled.
+	for _, s := range stores {
+		if err := s.Release(ctx); err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+	}
 	check, err := quota.New(opts)
 	if err != nil {
 		return err
@@ -214,8 +221,10 @@ func phase(ctx context.Context, c config, endpoint *url.URL, table string, tenan
 func loop(ctx context.Context, end time.Time, c config, s *quota.Store, t *tally, seq *atomic.Int64, oid, tid string) {
 	for ctx.Err() == nil && time.Now().Before(end) {
 		id := "q" + strconv.FormatInt(seq.Add(1), 10)
+		var calls atomic.Int64
+		qctx := context.WithValue(ctx, pathKey{}, &calls)
 		began := time.Now()
-		res, err := s.Reserve(ctx, quota.Request{ID: id, OID: oid, TID: tid, Deployment: "gpt-4o-mini",
+		res, err := s.Reserve(qctx, quota.Request{ID: id, OID: oid, TID: tid, Deployment: "gpt-4o-mini",
 			Prompt: c.prompt, MaxCompletion: c.completion, Deadline: began.Add(200 * time.Second)})
 		took := time.Since(began)
 		var exceeded *quota.ExceededError
@@ -236,10 +245,11 @@ func loop(ctx context.Context, end time.Time, c config, s *quota.Store, t *tally
 		}
 		billed := quota.Billed{Prompt: c.prompt, Completion: min(c.billed, res.Completion), Status: 200}
 		began = time.Now()
-		err = s.Settle(ctx, res, billed)
+		err = s.Settle(qctx, res, billed)
 		settled := time.Since(began)
 		t.mu.Lock()
 		t.reserve = append(t.reserve, took)
+		t.calls = append(t.calls, calls.Load())
 		t.granted++
 		if err == nil {
 			t.settle = append(t.settle, settled)
@@ -278,6 +288,14 @@ func pct(d []time.Duration, p int) string {
 	return strconv.FormatFloat(float64(v.Microseconds())/1000, 'f', 1, 64) + " ms"
 }
 
+func pctInt(n []int64, p int) int64 {
+	if len(n) == 0 {
+		return 0
+	}
+	slices.Sort(n)
+	return n[min(len(n)-1, len(n)*p/100)]
+}
+
 // slow adds latency to every store call and counts the entity operations
 // each partition is asked for (a read is one, a batch one per entity).
 type slow struct {
@@ -286,7 +304,14 @@ type slow struct {
 	ops     *partitionOps
 }
 
+// pathKey is the context key of a question's count of store calls: the
+// calls made on its path, not a store's background lease writes.
+type pathKey struct{}
+
 func (s *slow) Do(r *http.Request) (*http.Response, error) {
+	if n, ok := r.Context().Value(pathKey{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
 	if err := s.ops.count(r); err != nil {
 		return nil, err
 	}
