@@ -273,20 +273,18 @@ func TestUnsettledHoldIsChargedWhenItLapses(t *testing.T) {
 	})
 }
 
-// ledgerReads counts the store's reads of ledger rows whose key holds id:
-// a settlement reads its request's row once; a reservation writes it
-// unread.
-type ledgerReads struct {
-	next  policy.Transporter
-	id    string
-	reads *atomic.Int32
+// batches counts the store's batches: a reservation writes one, its
+// settlement one (on the ETags the reservation's got back, unread).
+type batches struct {
+	next policy.Transporter
+	n    *atomic.Int32
 }
 
-func (l ledgerReads) Do(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, l.id) {
-		l.reads.Add(1)
+func (b batches) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "$batch") {
+		b.n.Add(1)
 	}
-	return l.next.Do(r)
+	return b.next.Do(r)
 }
 
 // TestHoldIsSettledOnce: a request's quota hold is settled once, whichever
@@ -306,10 +304,10 @@ func TestHoldIsSettledOnce(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var reads atomic.Int32
+				var n atomic.Int32
 				id := "settle-once-" + tt.name
 				h := newHarness(t, map[string]string{"QUOTA_TABLE_ENDPOINT": az.Endpoint, "QUOTA_USER_DAILY_TOKENS": "100000"}, aoaitest.Options{},
-					withQuotaStore(func(next policy.Transporter) policy.Transporter { return ledgerReads{next, id, &reads} }))
+					withQuotaStore(func(next policy.Transporter) policy.Transporter { return batches{next, &n} }))
 				t.Cleanup(h.sim.Close)
 				r := chatRequest(ask(tt.question), "x-request-id", id)
 				if tt.stream {
@@ -318,7 +316,7 @@ func TestHoldIsSettledOnce(t *testing.T) {
 				w := h.do(r)
 				require.Equal(t, tt.status, w.Code, w.Body.String())
 				assert.Equal(t, "settled", h.logLines()[0]["quota"])
-				assert.EqualValues(t, 1, reads.Load(), "one settlement")
+				assert.EqualValues(t, 2, n.Load(), "one reservation, one settlement")
 			})
 		})
 	}
