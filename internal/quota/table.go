@@ -65,7 +65,7 @@ func (c *conflict) Error() string {
 // *conflict when that action's answer was 409 or 412.
 func (s *Store) submit(ctx context.Context, actions []aztables.TransactionAction) ([]azcore.ETag, error) {
 	var resp *http.Response
-	tctx, cancel := s.try(runtime.WithCaptureResponse(ctx, &resp))
+	tctx, cancel := s.try(policy.WithCaptureResponse(ctx, &resp))
 	defer cancel()
 	_, err := s.table.SubmitTransaction(tctx, actions, nil)
 	if s.local && isCode(err, aztables.TableNotFound) {
