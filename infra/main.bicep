@@ -123,7 +123,7 @@ param allowAnonymous string = 'false'
 @description('QUOTA_TABLE: the table of the quotas and the ledger, created by the template.')
 param quotaTable string = 'timeboxusage'
 
-@description('QUOTA_USER_DAILY_TOKENS: tokens one user may spend in a UTC day; empty or 0: no limit.')
+@description('QUOTA_USER_DAILY_TOKENS: tokens one user may spend in a UTC day; azd up sets 200000 unless the environment says otherwise (main.parameters.json); 0: no limit.')
 param quotaUserDailyTokens string = ''
 
 @description('QUOTA_TENANT_MONTHLY_TOKENS: tokens one tenant may spend in a UTC month; empty or 0: no limit.')
@@ -210,6 +210,23 @@ module monitoring 'app/monitoring.bicep' = {
     applicationInsightsName: '${abbrs.insightsComponents}${resourceToken}'
     location: location
     tags: tags
+  }
+}
+
+// Alerts (docs/operations.md, "Alerts"): deadline answers above a rate, the quota store unavailable, the
+// sign-in to Azure OpenAI failing; mailed to ALERT_EMAIL when it is set.
+@description('ALERT_EMAIL: where the alert rules mail; empty: they show in the portal only.')
+param alertEmail string = ''
+
+module alerts 'app/alerts.bicep' = {
+  name: 'alerts'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    logAnalyticsId: monitoring.outputs.logAnalyticsId
+    namePrefix: 'timebox-${resourceToken}'
+    alertEmail: alertEmail
   }
 }
 

@@ -30,3 +30,4 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' = {
 
 output applicationInsightsName string = applicationInsights.name
 output logAnalyticsName string = logAnalytics.name
+output logAnalyticsId string = logAnalytics.id

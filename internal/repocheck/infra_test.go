@@ -435,3 +435,30 @@ func TestTemplateTakesAPool(t *testing.T) {
 	assert.Contains(t, openai, "param skuName string = 'GlobalStandard'", "a new deployment may be provisioned (PTU)")
 	assert.Contains(t, openai, "name: skuName")
 }
+
+// TestTemplateCreatesTheAlertsTheDocsName: the template creates the three
+// alert rules docs/operations.md lists ("Alerts"), on the workspace the
+// app's telemetry goes to, each with the query the docs print, and azd up
+// takes ALERT_EMAIL for them.
+func TestTemplateCreatesTheAlertsTheDocsName(t *testing.T) {
+	root := repoRoot(t)
+	alerts := readFile(t, root, "infra/app/alerts.bicep")
+	ops := readFile(t, root, "docs/operations.md")
+	_, section, ok := strings.Cut(ops, "\n### Alerts\n")
+	require.True(t, ok, "docs/operations.md has an Alerts section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	section = strings.ReplaceAll(section, `\|`, "|") // a table cell escapes the query's pipe
+	assert.Contains(t, alerts, "Microsoft.Insights/scheduledQueryRules@")
+	assert.Contains(t, alerts, "scopes: [logAnalyticsId]")
+	queries := regexp.MustCompile(`(?m)^    name: '([a-z-]+)'\n(?:.*\n){2}    query: '(.*)'$`).FindAllStringSubmatch(alerts, -1)
+	names := []string{}
+	for _, q := range queries {
+		names = append(names, q[1])
+		query := strings.ReplaceAll(q[2], `\'`, `'`)
+		assert.Contains(t, section, "`"+q[1]+"`", "the docs name the alert %s", q[1])
+		assert.Contains(t, section, query, "the docs print the query alert %s fires on", q[1])
+	}
+	assert.Equal(t, []string{"deadline-answers", "quota-store-unavailable", "upstream-auth-failing"}, names)
+	assert.Contains(t, readFile(t, root, "infra/main.bicep"), "module alerts 'app/alerts.bicep'")
+	assert.Contains(t, readFile(t, root, "infra/main.parameters.json"), `"alertEmail": { "value": "${ALERT_EMAIL=}" }`)
+}
