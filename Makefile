@@ -5,6 +5,8 @@ PACKAGE ?= timebox.zip
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
+# TOOLS: the Go packages go.mod's ignore keeps out of ./... (and so out of go install ./...), named where they are checked.
+TOOLS := ./perf/cmd/perf ./perf/cmd/hello ./perf/cmd/floor ./perf/cmd/hostile ./perf/cmd/quotaload ./perf/internal/proc ./scripts/vulncheck ./internal/tokens/internal/vocabgen
 .PHONY: run help azurite test test-go test-client test-e2e test-sdk test-spfx sppkg lint fmt build bench bench-quota perf hostile fuzz sim start package clean
 
 # run: the main job; with no AZURE_OPENAI_ENDPOINT it starts the simulator, the handler and the demo page.
@@ -20,7 +22,7 @@ test: lint test-go test-client test-e2e test-sdk test-spfx
 
 # test-go: the Go tests, race detector on, shuffled; the quota tests against a real Azurite, installed first.
 test-go: azurite
-	go test -race -shuffle=on -count=1 ./...
+	go test -race -shuffle=on -count=1 ./... $(TOOLS)
 
 # azurite: Azurite (the Azure Storage emulator) and the Node 22 it runs on, pinned in tools/azurite, installed when its lock file changed.
 azurite:
@@ -48,7 +50,7 @@ test-e2e:
 
 # lint: go vet, a formatting check, staticcheck and govulncheck (scripts/vulncheck.sh: the pinned vulnerability database).
 lint:
-	@echo 'lint: go vet, gofmt' && go vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go'))" && echo 'lint: staticcheck (builds it the first time: 1-2 min on 2 cores)' && go run $(STATICCHECK) ./... && bash scripts/vulncheck.sh
+	@echo 'lint: go vet, gofmt' && go vet ./... $(TOOLS) && test -z "$$(gofmt -l $$(git ls-files '*.go'))" && echo 'lint: staticcheck (builds it the first time: 1-2 min on 2 cores)' && go run $(STATICCHECK) ./... $(TOOLS) && TOOLS='$(TOOLS)' bash scripts/vulncheck.sh
 
 # fmt: format the Go code.
 fmt:

@@ -6,7 +6,17 @@ toolchain go1.26.11
 
 // npm installs (client/, spfx/, e2e/) are not Go code of ours: spfx's tree holds
 // a Go port of a JavaScript library (flatted), which ./... would vet and test.
-ignore node_modules
+// The perf drivers and the repository's own tools are not the product, so
+// `go install ./...` must not put them in a user's GOBIN: ./... leaves them
+// out, and the Makefile names them (TOOLS) where they are vetted, linted,
+// tested and checked for vulnerabilities; make perf, make hostile and
+// go generate build them by name.
+ignore (
+	./internal/tokens/internal/vocabgen
+	./perf
+	./scripts/vulncheck
+	node_modules
+)
 
 require (
 	code.dny.dev/ssrf v0.3.0
